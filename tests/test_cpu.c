@@ -476,9 +476,10 @@ static void test_kq_dot(void **st)
 /* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
- * Several tokens (1 to 9: the multi-row tiles of 2 rows x 4 / 2 tokens and every remainder, 13
- * rows split at an odd row as two threads would): each token's sums equal the one-token dot's
- * bit for bit (a multi-row decode step gives each row a one-row step's logits), outputs poisoned. */
+ * Several tokens (1 to 9: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
+ * remainder; 13 rows split as threads would, at rows 1, 2, 3 and 5, so a range starts with
+ * groups of 1 to 4 rows): each token's sums equal the one-token dot's bit for bit (a multi-row
+ * decode step gives each row a one-row step's logits), outputs poisoned. */
 static void test_f16_dot(void **st)
 {
     (void)st;
@@ -499,18 +500,21 @@ static void test_f16_dot(void **st)
             void *scratch = malloc(cpu_codec_scratch(K));
             for (int t = 0; t < NT; t++) /* one token at a time (the fused one-token dot) */
                 cpu_table_dot((cpu_isa)isa, c, &cw, 0, V, x + (size_t)t * K, 1, y1 + t * V, V, scratch);
-            for (int n = 1; n <= NT; n++) {
-                for (int i = 0; i < V * NT; i++)
-                    y[i] = y2[i] = NAN;
-                cpu_table_dot((cpu_isa)isa, c, &cw, 0, 5, x, n, y, V, scratch);
-                cpu_table_dot((cpu_isa)isa, c, &cw, 5, V, x, n, y, V, scratch);
-                if (memcmp(y, y1, sizeof(float) * V * n))
-                    fail_msg("F16 dot, %s, K %d, %d tokens: not the one-token sums", cpu_isa_name((cpu_isa)isa), K, n);
-                if (isa == CPU_ISA_AVX512) { /* AVX2 adds in AVX-512's order: the same bits (the tuner's head choice) */
-                    cpu_table_dot(CPU_ISA_AVX2, c, &cw, 0, V, x, n, y2, V, scratch);
-                    assert_memory_equal(y2, y, sizeof(float) * V * n);
+            static const int splits[] = {1, 2, 3, 5};
+            for (int n = 1; n <= NT; n++)
+                for (int si = 0; si < 4; si++) {
+                    for (int i = 0; i < V * NT; i++)
+                        y[i] = y2[i] = NAN;
+                    cpu_table_dot((cpu_isa)isa, c, &cw, 0, splits[si], x, n, y, V, scratch);
+                    cpu_table_dot((cpu_isa)isa, c, &cw, splits[si], V, x, n, y, V, scratch);
+                    if (memcmp(y, y1, sizeof(float) * V * n))
+                        fail_msg("F16 dot, %s, K %d, %d tokens, split at row %d: not the one-token sums",
+                                 cpu_isa_name((cpu_isa)isa), K, n, splits[si]);
+                    if (isa == CPU_ISA_AVX512) { /* AVX2 adds in AVX-512's order: the same bits (the tuner's head choice) */
+                        cpu_table_dot(CPU_ISA_AVX2, c, &cw, 0, V, x, n, y2, V, scratch);
+                        assert_memory_equal(y2, y, sizeof(float) * V * n);
+                    }
                 }
-            }
             free(scratch);
             for (int t = 0; t < NT; t++) {
                 ref_lm_head_f16(w, K, V, x + (size_t)t * K, 0, yr);
@@ -532,6 +536,47 @@ static void test_f16_dot(void **st)
 
 /* Q8_0 tables (the --lm-head q8 copy): float sums of code * x per block, times d, against the
  * reference's double sums; the same bound as the F16 dots (2K products and adds, 2^-24 each). */
+/* Attention's many-key forms (cpu_dot_f16_strided, cpu_axpy_f16_strided) against the one-key
+ * dot and axpy, bit for bit, at every level this CPU runs: head sizes with and without a
+ * 16-value tail, 1 to 33 keys (every remainder of the 16- and 8-key groups) at a stride wider
+ * than the head (the K / V cache's rows); outputs poisoned, the values past the head untouched. */
+static void test_f16_strided(void **st)
+{
+    (void)st;
+    const int dims[] = {8, 16, 32, 40, 64, 100, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_runs((cpu_isa)isa))
+            continue;
+        for (int di = 0; di < 7; di++)
+            for (int ki = 0; ki < 8; ki++) {
+                const int n = dims[di], m = keys[ki];
+                const size_t stride = (size_t)n + 24;
+                uint16_t *h = malloc(sizeof(uint16_t) * stride * m);
+                float x[128], a[33], y[33], y1[33], o[132], o1[132];
+                for (size_t i = 0; i < stride * m; i++)
+                    h[i] = fmt_f32_to_f16(frnd(1.0f));
+                for (int i = 0; i < n; i++)
+                    x[i] = frnd(4.0f);
+                for (int j = 0; j < m; j++) {
+                    a[j] = frnd(1.0f);
+                    y[j] = NAN;
+                    y1[j] = cpu_dot_f16_f32((cpu_isa)isa, h + (size_t)j * stride, x, n);
+                }
+                cpu_dot_f16_strided((cpu_isa)isa, h, stride, x, n, m, y);
+                if (memcmp(y, y1, sizeof(float) * m))
+                    fail_msg("strided F16 dot, %s, head %d, %d keys: not the one-key dots", cpu_isa_name((cpu_isa)isa), n, m);
+                for (int i = 0; i < n + 4; i++)
+                    o[i] = o1[i] = i < n ? frnd(2.0f) : 777.0f;
+                for (int j = 0; j < m; j++)
+                    cpu_axpy_f16((cpu_isa)isa, a[j], h + (size_t)j * stride, o1, n);
+                cpu_axpy_f16_strided((cpu_isa)isa, a, h, stride, m, o, n);
+                if (memcmp(o, o1, sizeof(float) * (size_t)(n + 4)))
+                    fail_msg("strided F16 axpy, %s, head %d, %d keys: not the one-key axpys", cpu_isa_name((cpu_isa)isa), n, m);
+                free(h);
+            }
+    }
+}
+
 /* BF16 matrices (cpu_bf16.h): every level this CPU runs (AVX-512 with and without vdpbf16ps where
  * the CPU has AVX512_BF16), at widths that leave every tail (1, 15, 33, 100, 130, 2562), one and
  * three tokens, against ref_linear (x rounded to bf16, double sums). Rule: the products of two bf16
@@ -875,6 +920,23 @@ static void test_act_rows(void **st)
             const float want = gen_act_mul_ref(gr, a[k], b[k], pv);
             if (!(y[k] == want || (isnan(y[k]) && isnan(want))))
                 fail_msg("%s_mul(%g, %g) = %g, reference %g", gr->name, a[k], b[k], y[k], want);
+        }
+        /* the plain op (cpu_act_apply, a row's vector form where it has one) at every level,
+         * 300 values: the edges, +-10 (gelu_f16's clamps), then random */
+        float u[300], v[300];
+        for (int k = 0; k < 300; k++)
+            u[k] = k < 6 ? edge[k] : k < 8 ? (k == 6 ? 10.0f : -10.0f) : frnd(12.0f);
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+            if (!cpu_isa_runs((cpu_isa)isa))
+                continue;
+            for (int k = 0; k < 300; k++)
+                v[k] = 12345.0f;
+            cpu_act_apply((cpu_isa)isa, c, u, 300, pv, v);
+            for (int k = 0; k < 300; k++) {
+                const float want = gr->ref(u[k], pv);
+                if (!(v[k] == want || (isnan(v[k]) && isnan(want))))
+                    fail_msg("%s(%g) at %s = %g, reference %g", gr->name, u[k], cpu_isa_name((cpu_isa)isa), v[k], want);
+            }
         }
     }
     /* known values of the formulas (a formula wrong in both tables fails here) */
@@ -1610,7 +1672,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),

@@ -139,7 +139,6 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {
-    (void)scratch;
     const int K = (int)w->ne0;
     const uint16_t *rows = (const uint16_t *)w->data;
     if (n == 1) {
@@ -149,7 +148,7 @@ static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r
     }
     for (int t0 = 0; t0 < n; t0 += F16_TOKEN_BLOCK) {
         const int nt = n - t0 < F16_TOKEN_BLOCK ? n - t0 : F16_TOKEN_BLOCK;
-        cpu_dot_f16_rows(isa, rows, r0, r1, K, x + (size_t)t0 * K, nt, y + (size_t)t0 * ldy, ldy);
+        cpu_dot_f16_rows(isa, rows, r0, r1, K, x + (size_t)t0 * K, nt, y + (size_t)t0 * ldy, ldy, scratch);
     }
 }
 
@@ -274,7 +273,8 @@ const cpu_codec *cpu_codec_find(uint32_t type)
 
 size_t cpu_codec_scratch(int64_t ne0)
 {
-    const size_t rows = (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0);
+    /* 4 rows as floats: the F16 product's converted rows (cpu_dot_f16_rows) */
+    const size_t rows = 4 * (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0);
     return rows > tq ? rows : tq;
 }
 

@@ -264,7 +264,7 @@ static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
 static void act_plain_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
-    cpu_act_apply(so->act, IN0(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
+    cpu_act_apply(e->isa, so->act, IN0(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
 /* the rows of the current chunk: head_x [head_chunk][dim] -> head_out + chunk start (a

@@ -124,11 +124,13 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
             memcpy(qh, qs, sizeof(float) * (size_t)head_dim);
         }
         float mx = -INFINITY;
+        if (kv->f16) /* every key's dot at once: the one-key dot's bits (cpu_vec.h) */
+            cpu_dot_f16_strided(isa, (const uint16_t *)kv->k + kvo, (size_t)kv->kv_dim, qh, head_dim, n_kv, p);
+        else
+            for (int j = 0; j < n_kv; j++)
+                p[j] = cpu_dot_f32(isa, (const float *)kv->k + (size_t)j * kv->kv_dim + kvo, qh, head_dim);
         for (int j = 0; j < n_kv; j++) {
-            const size_t at = (size_t)j * kv->kv_dim + kvo;
-            const float d = kv->f16 ? cpu_dot_f16_f32(isa, (const uint16_t *)kv->k + at, qh, head_dim)
-                                    : cpu_dot_f32(isa, (const float *)kv->k + at, qh, head_dim);
-            p[j] = d * scale;
+            p[j] = p[j] * scale;
             mx = p[j] > mx ? p[j] : mx;
         }
         double sum = 0.0;
@@ -137,15 +139,14 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
             sum += (double)p[j];
         }
         const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < n_kv; j++)
+            p[j] = p[j] * inv;
         memset(o, 0, sizeof(float) * (size_t)head_dim);
-        for (int j = 0; j < n_kv; j++) {
-            const float pj = p[j] * inv;
-            const size_t at = (size_t)j * kv->kv_dim + kvo;
-            if (kv->f16)
-                cpu_axpy_f16(isa, pj, (const uint16_t *)kv->v + at, o, head_dim);
-            else
-                cpu_axpy_f32(isa, pj, (const float *)kv->v + at, o, head_dim);
-        }
+        if (kv->f16) /* the keys' weighted values in order, o in registers: the axpys' bits */
+            cpu_axpy_f16_strided(isa, p, (const uint16_t *)kv->v + kvo, (size_t)kv->kv_dim, n_kv, o, head_dim);
+        else
+            for (int j = 0; j < n_kv; j++)
+                cpu_axpy_f32(isa, p[j], (const float *)kv->v + (size_t)j * kv->kv_dim + kvo, o, head_dim);
     }
 }
 
@@ -213,6 +214,22 @@ static inline float gelu_f16(float a, const float *p)
     return gelu_f16_tab[fmt_f32_to_f16(a)];
 }
 
+/* gelu_f16 over an array: the f16 bits of 256 values at a time by the vector conversion (the
+ * scalar one's bits: round to nearest even), then gelu_f16's own clamps and table */
+static void gelu_f16_apply(cpu_isa isa, const float *a, int n, const float *p, float *y)
+{
+    (void)p;
+    uint16_t bits[256];
+    for (int i0 = 0; i0 < n; i0 += 256) {
+        const int c = n - i0 < 256 ? n - i0 : 256;
+        cpu_f32_to_f16(isa, a + i0, bits, c);
+        for (int i = 0; i < c; i++) {
+            const float v = a[i0 + i];
+            y[i0 + i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : gelu_f16_tab[bits[i]];
+        }
+    }
+}
+
 /* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
 #define ACT_MUL_FN(name)                                                                               \
     static void name##_mul(const float *a, const float *b, int n, const float *p, float *y)             \
@@ -244,13 +261,13 @@ ACT_MUL_FN(gelu_erf)
 ACT_MUL_FN(gelu_f16)
 
 static const cpu_act ACTS[] = {
-    {"relu2", relu2, relu2_mul, true, NULL},
-    {"silu", silu, silu_mul, false, NULL},
-    {"gelu", gelu, gelu_mul, false, NULL},
-    {"swish", swish, swish_mul, false, NULL},
-    {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL},
-    {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init},
-    {"silu_clamp", silu_clamp, silu_clamp_mul, false, NULL},
+    {"relu2", relu2, relu2_mul, true, NULL, NULL},
+    {"silu", silu, silu_mul, false, NULL, NULL},
+    {"gelu", gelu, gelu_mul, false, NULL, NULL},
+    {"swish", swish, swish_mul, false, NULL, NULL},
+    {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL, NULL},
+    {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init, gelu_f16_apply},
+    {"silu_clamp", silu_clamp, silu_clamp_mul, false, NULL, NULL},
 };
 
 const cpu_act *cpu_act_find(const char *name)
@@ -269,8 +286,12 @@ void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, cons
     act->mul(a, b, n, p, y);
 }
 
-void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, float *y)
+void cpu_act_apply(cpu_isa isa, const cpu_act *act, const float *a, int n, const float *p, float *y)
 {
+    if (act->apply) {
+        act->apply(isa, a, n, p, y);
+        return;
+    }
     for (int i = 0; i < n; i++)
         y[i] = act->fn(a[i], p);
 }

@@ -61,11 +61,13 @@ typedef struct {
     bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
                                  nothing, whatever its up row gives (the exact sparse FFN) */
     void (*init)(void);       /* run once before fn / mul (cpu_act_find does): a row's table, or NULL */
+    /* y = act(a) over an array, fn's bits (vector code where the row has some), or NULL: fn per element */
+    void (*apply)(cpu_isa isa, const float *a, int n, const float *p, float *y);
 } cpu_act;
 const cpu_act *cpu_act_find(const char *name);
 void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);
 /* y = act(a) (the plain activation op, `op: <name>`) */
-void cpu_act_apply(const cpu_act *act, const float *a, int n, const float *p, float *y);
+void cpu_act_apply(cpu_isa isa, const cpu_act *act, const float *a, int n, const float *p, float *y);
 
 /* y[t] = x[t] + table[r] for n tokens of width floats, table [rows][width] F32: r = row when
  * row >= 0 (a token-type row), else pos[t] (learned positions), clamped to [0, rows) so a bad

@@ -149,58 +149,102 @@ CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x,
 /* ---- an F16 table's rows against several tokens (cpu_dot_f16_rows) ----
  * Each (row, token) sum is the one-token dot's, operation for operation (the same lanes, the
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
- * gives each row the logits of a one-row step; what changes is that a converted chunk of
- * weights serves every token of the tile, so the table is read once per step instead of once
- * per token. Tiles of R rows (1 or 2) by T tokens, constants at each call (always inlined), so
- * the sums stay in registers: AVX-512 2 x 4 x 2 sums, AVX2 2 x 2 x 4. */
+ * gives each row the logits of a one-row step and an input the same vector alone or packed
+ * with others; what changes is that a row's conversion serves many tokens, so the table is read
+ * once per step instead of once per token. AVX-512: up to 4 rows converted to floats once
+ * (the caller's scratch: f16 -> f32 is exact, so the products are the dot's), then tiles of those
+ * rows by 3 tokens, 4 x 3 x 2 sums in registers: per 16 lanes 4 + 3 loads feed 12 FMAs, where
+ * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
+ * tiles of 2 rows by 2 tokens converting in the tile (its 16 registers hold no more sums).
+ * Tile shapes are constants at each call (always inlined), so the sums stay in registers. */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
 #if CPU_X86
 
-CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const uint16_t *h0, const uint16_t *h1, int R,
-                                                            const float *x, int T, int K, float *y, int64_t ldy)
+/* The sums of the 16 lanes of v[0 .. 15], each added in _mm512_reduce_add_ps's tree (lanes i and
+ * i + 8, then i and i + 4, then (0 + 2) + (1 + 3)), so each is that reduction's bits; vectors
+ * share the shuffles and adds, 15 of each for 16 sums. Stage by stage, 128-bit group g holds:
+ * a[k]: v[2k] (groups 0-1), v[2k + 1] (2-3) as 8 sums; b[k]: v[4k + g] as 4; c[k]: v[8k + g] and
+ * v[8k + 4 + g] as 2 each; d: v[g], v[4 + g], v[8 + g], v[12 + g] as 1. */
+CPU_TARGET_AVX512 static ALWAYS_INLINE void hsum16_x16(const __m512 v[16], float out[16])
 {
-    __m512 s[2][4][2];
+    __m512 a[8], b[4], c[2];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        a[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                             _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
 #pragma GCC unroll 4
-    for (int t = 0; t < T; t++)
-        s[0][t][0] = s[0][t][1] = s[1][t][0] = s[1][t][1] = _mm512_setzero_ps();
+    for (int k = 0; k < 4; k++)
+        b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        c[k] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    float lanes[16];
+    _mm512_storeu_ps(lanes, d);
+#pragma GCC unroll 16
+    for (int o = 0; o < 16; o++)
+        out[o] = lanes[4 * (o % 4) + o / 4];
+}
+
+/* rows a [R][K] (floats) against tokens x [T][K] into y[t * ldy + r] */
+CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, int R, const float *x, int T, int K,
+                                                            float *y, int64_t ldy)
+{
+    __m512 s[4][3][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < T; t++)
+            s[r][t][0] = s[r][t][1] = _mm512_setzero_ps();
     int i = 0;
-    for (; i + 32 <= K; i += 32) {
-        const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i))),
-                     a1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i + 16)));
-        const __m512 b0 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i))) : a0,
-                     b1 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i + 16))) : a1;
+    for (; i + 32 <= K; i += 32)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512 w[4];
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const __m512 xa = _mm512_loadu_ps(x + (size_t)t * K + i), xb = _mm512_loadu_ps(x + (size_t)t * K + i + 16);
-            s[0][t][0] = _mm512_fmadd_ps(a0, xa, s[0][t][0]);
-            s[0][t][1] = _mm512_fmadd_ps(a1, xb, s[0][t][1]);
-            if (R == 2) {
-                s[1][t][0] = _mm512_fmadd_ps(b0, xa, s[1][t][0]);
-                s[1][t][1] = _mm512_fmadd_ps(b1, xb, s[1][t][1]);
+            for (int r = 0; r < R; r++) {
+                w[r] = _mm512_loadu_ps(a + (size_t)r * K + i + 16 * h);
+                __asm__("" : "+v"(w[r])); /* kept in a register: the tokens' FMAs read x from memory */
+            }
+#pragma GCC unroll 3
+            for (int t = 0; t < T; t++) {
+                const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i + 16 * h);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++)
+                    s[r][t][h] = _mm512_fmadd_ps(w[r], xv, s[r][t][h]);
             }
         }
-    }
     if (i + 16 <= K) {
-        const __m512 a0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h0 + i)));
-        const __m512 b0 = R == 2 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h1 + i))) : a0;
+        __m512 w[4];
 #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            w[r] = _mm512_loadu_ps(a + (size_t)r * K + i);
+#pragma GCC unroll 3
         for (int t = 0; t < T; t++) {
-            const __m512 xa = _mm512_loadu_ps(x + (size_t)t * K + i);
-            s[0][t][0] = _mm512_fmadd_ps(a0, xa, s[0][t][0]);
-            if (R == 2)
-                s[1][t][0] = _mm512_fmadd_ps(b0, xa, s[1][t][0]);
+            const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++)
+                s[r][t][0] = _mm512_fmadd_ps(w[r], xv, s[r][t][0]);
         }
         i += 16;
     }
+    __m512 v[16];
+    float sum[16];
+#pragma GCC unroll 16
+    for (int o = 0; o < 16; o++)
+        v[o] = o < R * T ? _mm512_add_ps(s[o / T][o % T][0], s[o / T][o % T][1]) : _mm512_setzero_ps();
+    hsum16_x16(v, sum);
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            const uint16_t *h = r ? h1 : h0;
-            const float *xt = x + (size_t)t * K;
-            float v = _mm512_reduce_add_ps(_mm512_add_ps(s[r][t][0], s[r][t][1]));
+            const float *ar = a + (size_t)r * K, *xt = x + (size_t)t * K;
+            float u = sum[r * T + t];
             for (int j = i; j < K; j++)
-                v += fmt_f16_to_f32(h[j]) * xt[j];
-            y[t * ldy + r] = v;
+                u += ar[j] * xt[j];
+            y[t * ldy + r] = u;
         }
 }
 
@@ -252,49 +296,60 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, cons
 }
 #undef F16_AVX2_STEP
 
-/* rows r0..r1 of w [.][K] against n tokens: row pairs (then a lone row) by tiles of up to TT
- * tokens; each (R, T) case is its own inlined instance */
-#define F16_TILES(CASES, TT)                                                                            \
-    for (int64_t r = r0; r < r1; r += 2) {                                                              \
-        const uint16_t *h0 = w + r * K, *h1 = h0 + K;                                                   \
-        for (int t0 = 0; t0 < n; t0 += TT) {                                                            \
-            const int T = n - t0 < TT ? n - t0 : TT;                                                    \
-            const float *xt = x + (size_t)t0 * K;                                                       \
-            float *yt = y + t0 * ldy + r;                                                               \
-            if (r + 2 <= r1) {                                                                          \
-                CASES(2)                                                                                \
-            } else {                                                                                    \
-                CASES(1)                                                                                \
-            }                                                                                           \
+/* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
+ * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance */
+#define F16_CASE_512(R)                                                                                 \
+    case R:                                                                                             \
+        switch (T) {                                                                                    \
+        case 1: f16_tile_avx512(a, R, xt, 1, K, yt, ldy); break;                                        \
+        case 2: f16_tile_avx512(a, R, xt, 2, K, yt, ldy); break;                                        \
+        default: f16_tile_avx512(a, R, xt, 3, K, yt, ldy); break;                                       \
         }                                                                                               \
-    }
-#define F16_CASES_512(R)                                                                                \
-    switch (T) {                                                                                        \
-    case 1: f16_tile_avx512(h0, h1, R, xt, 1, K, yt, ldy); break;                                       \
-    case 2: f16_tile_avx512(h0, h1, R, xt, 2, K, yt, ldy); break;                                       \
-    case 3: f16_tile_avx512(h0, h1, R, xt, 3, K, yt, ldy); break;                                       \
-    default: f16_tile_avx512(h0, h1, R, xt, 4, K, yt, ldy); break;                                      \
-    }
-#define F16_CASES_256(R)                                                                                \
-    if (T == 1)                                                                                         \
-        f16_tile_avx2(h0, h1, R, xt, 1, K, yt, ldy);                                                    \
-    else                                                                                                \
-        f16_tile_avx2(h0, h1, R, xt, 2, K, yt, ldy);
+        break;
 
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
-                                              float *y, int64_t ldy)
+                                              float *y, int64_t ldy, float *a)
 {
-    F16_TILES(F16_CASES_512, 4)
+    for (int64_t r = r0; r < r1; r += 4) {
+        const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
+        f16_to_f32_avx2(w + r * K, a, R * K);
+        for (int t0 = 0; t0 < n; t0 += 3) {
+            const int T = n - t0 < 3 ? n - t0 : 3;
+            const float *xt = x + (size_t)t0 * K;
+            float *yt = y + t0 * ldy + r;
+            switch (R) {
+                F16_CASE_512(1)
+                F16_CASE_512(2)
+                F16_CASE_512(3)
+                F16_CASE_512(4)
+            }
+        }
+    }
 }
+#undef F16_CASE_512
 
+/* rows r0..r1 against n tokens: row pairs (then a lone row) by tiles of 2 tokens */
 CPU_TARGET_AVX2 static void f16_rows_avx2(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                           float *y, int64_t ldy)
 {
-    F16_TILES(F16_CASES_256, 2)
+    for (int64_t r = r0; r < r1; r += 2) {
+        const uint16_t *h0 = w + r * K, *h1 = h0 + K;
+        for (int t0 = 0; t0 < n; t0 += 2) {
+            const int T = n - t0 < 2 ? n - t0 : 2;
+            const float *xt = x + (size_t)t0 * K;
+            float *yt = y + t0 * ldy + r;
+            const int R = r + 2 <= r1 ? 2 : 1;
+            if (R == 2 && T == 2)
+                f16_tile_avx2(h0, h1, 2, xt, 2, K, yt, ldy);
+            else if (R == 2)
+                f16_tile_avx2(h0, h1, 2, xt, 1, K, yt, ldy);
+            else if (T == 2)
+                f16_tile_avx2(h0, h1, 1, xt, 2, K, yt, ldy);
+            else
+                f16_tile_avx2(h0, h1, 1, xt, 1, K, yt, ldy);
+        }
+    }
 }
-#undef F16_CASES_256
-#undef F16_CASES_512
-#undef F16_TILES
 #endif
 
 float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n)
@@ -407,12 +462,184 @@ void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n)
         y[i] += a * lut[h[i]];
 }
 
-void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
-                      int64_t ldy)
+/* ---- one vector against many keys, one key's weight times many vectors (attention) ---- */
+#if CPU_X86
+/* The sums of the 8 lanes of v[0 .. 7], each in hsum8's tree (lanes i and i + 4, then (0 + 2) +
+ * (1 + 3)), so each is that reduction's bits; 128-bit half L of the stages holds: a[k]: v[2k]
+ * (half 0), v[2k + 1] (half 1) as 4 sums; b[m]: v[4m + L] and v[4m + 2 + L] as 2 each; d: v[L],
+ * v[2 + L], v[4 + L], v[6 + L] as 1. */
+CPU_TARGET_AVX2 static ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float out[8])
+{
+    __m256 a[4], b[2];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        a[k] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
+#pragma GCC unroll 2
+    for (int m = 0; m < 2; m++)
+        b[m] = _mm256_add_ps(_mm256_shuffle_ps(a[2 * m], a[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(a[2 * m], a[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 d = _mm256_add_ps(_mm256_shuffle_ps(b[0], b[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(b[0], b[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, d);
+#pragma GCC unroll 8
+    for (int o = 0; o < 8; o++)
+        out[o] = lanes[4 * (o % 2) + o / 2];
+}
+
+/* 16 keys at a time: each key's two sums as dot_f16_avx512 makes them, the reductions shared */
+CPU_TARGET_AVX512 static void dot_f16_strided_avx512(const uint16_t *h, size_t stride, const float *x, int n, int m,
+                                                     float *y)
+{
+    const int body = n / 16 * 16;
+    for (int j0 = 0; j0 < m; j0 += 16) {
+        const int G = m - j0 < 16 ? m - j0 : 16;
+        __m512 v[16];
+        float sum[16];
+        for (int g = 0; g < 16; g++) {
+            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+            __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+            int i = 0;
+            if (g < G) {
+                for (; i + 32 <= n; i += 32) {
+                    s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i))),
+                                         _mm512_loadu_ps(x + i), s0);
+                    s1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i + 16))),
+                                         _mm512_loadu_ps(x + i + 16), s1);
+                }
+                if (i + 16 <= n)
+                    s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i))),
+                                         _mm512_loadu_ps(x + i), s0);
+            }
+            v[g] = _mm512_add_ps(s0, s1);
+        }
+        hsum16_x16(v, sum);
+        for (int g = 0; g < G; g++) {
+            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+            float r = sum[g];
+            for (int i = body; i < n; i++)
+                r += fmt_f16_to_f32(hk[i]) * x[i];
+            y[j0 + g] = r;
+        }
+    }
+}
+
+/* 8 keys at a time: each key's four sums as dot_f16_avx2 makes them, the reductions shared */
+CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t stride, const float *x, int n, int m,
+                                                 float *y)
+{
+    const int body = n / 16 * 16;
+    for (int j0 = 0; j0 < m; j0 += 8) {
+        const int G = m - j0 < 8 ? m - j0 : 8;
+        __m256 v[8];
+        float sum[8];
+        for (int g = 0; g < 8; g++) {
+            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+            __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
+            int i = 0;
+            if (g < G) {
+                for (; i + 32 <= n; i += 32) {
+                    s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
+                    s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+                    s1l = _mm256_fmadd_ps(f16x8(hk + i + 16), _mm256_loadu_ps(x + i + 16), s1l);
+                    s1h = _mm256_fmadd_ps(f16x8(hk + i + 24), _mm256_loadu_ps(x + i + 24), s1h);
+                }
+                if (i + 16 <= n) {
+                    s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
+                    s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+                }
+            }
+            v[g] = _mm256_add_ps(_mm256_add_ps(s0h, s1h), _mm256_add_ps(s0l, s1l)); /* reduce16's hi + lo */
+        }
+        hsum8_x8(v, sum);
+        for (int g = 0; g < G; g++) {
+            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+            float r = sum[g];
+            for (int i = body; i < n; i++)
+                r += fmt_f16_to_f32(hk[i]) * x[i];
+            y[j0 + g] = r;
+        }
+    }
+}
+
+/* y's first n / 16 * 16 values in blocks of 64 held in registers while every key's FMA passes
+ * (the axpy kernels' FMAs, key by key in order); the rest as their scalar tails */
+#define AXPY_STRIDED_BODY(VEC, LANES, LOAD, STORE, FMA, SET1, CVT)                                      \
+    const int body = n / 16 * 16;                                                                   \
+    for (int i0 = 0; i0 < body; i0 += 64) {                                                         \
+        const int nv = (body - i0 < 64 ? body - i0 : 64) / LANES;                                   \
+        VEC acc[64 / LANES];                                                                        \
+        for (int c = 0; c < nv; c++)                                                                \
+            acc[c] = LOAD(y + i0 + c * LANES);                                                      \
+        for (int j = 0; j < m; j++) {                                                               \
+            const VEC va = SET1(a[j]);                                                              \
+            const uint16_t *hk = h + (size_t)j * stride + i0;                                       \
+            for (int c = 0; c < nv; c++)                                                            \
+                acc[c] = FMA(va, CVT(hk + c * LANES), acc[c]);                                      \
+        }                                                                                           \
+        for (int c = 0; c < nv; c++)                                                                \
+            STORE(y + i0 + c * LANES, acc[c]);                                                      \
+    }                                                                                               \
+    for (int i = body; i < n; i++)                                                                  \
+        for (int j = 0; j < m; j++)                                                                 \
+            y[i] += a[j] * fmt_f16_to_f32(h[(size_t)j * stride + i]);
+
+CPU_TARGET_AVX512 static inline __m512 f16x16(const uint16_t *h)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
+}
+CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *a, const uint16_t *h, size_t stride, int m, float *y,
+                                                      int n)
+{
+    AXPY_STRIDED_BODY(__m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps, f16x16)
+}
+CPU_TARGET_AVX2 static void axpy_f16_strided_avx2(const float *a, const uint16_t *h, size_t stride, int m, float *y,
+                                                  int n)
+{
+    AXPY_STRIDED_BODY(__m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps, f16x8)
+}
+#undef AXPY_STRIDED_BODY
+#endif
+
+void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, int n, int m, float *y)
 {
 #if CPU_X86
     if (isa == CPU_ISA_AVX512) {
-        f16_rows_avx512(w, r0, r1, K, x, n, y, ldy);
+        dot_f16_strided_avx512(h, stride, x, n, m, y);
+        return;
+    }
+    if (isa == CPU_ISA_AVX2) {
+        dot_f16_strided_avx2(h, stride, x, n, m, y);
+        return;
+    }
+#endif
+    for (int j = 0; j < m; j++)
+        y[j] = cpu_dot_f16_f32(isa, h + (size_t)j * stride, x, n);
+}
+
+void cpu_axpy_f16_strided(cpu_isa isa, const float *a, const uint16_t *h, size_t stride, int m, float *y, int n)
+{
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        axpy_f16_strided_avx512(a, h, stride, m, y, n);
+        return;
+    }
+    if (isa == CPU_ISA_AVX2) {
+        axpy_f16_strided_avx2(a, h, stride, m, y, n);
+        return;
+    }
+#endif
+    for (int j = 0; j < m; j++)
+        cpu_axpy_f16(isa, a[j], h + (size_t)j * stride, y, n);
+}
+
+void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
+                      int64_t ldy, float *scratch)
+{
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        f16_rows_avx512(w, r0, r1, K, x, n, y, ldy, scratch);
         return;
     }
     if (isa == CPU_ISA_AVX2) {

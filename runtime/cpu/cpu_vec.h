@@ -7,6 +7,7 @@
 #ifndef CPU_VEC_H
 #define CPU_VEC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cpu/cpu_isa.h"
@@ -15,15 +16,22 @@ float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n);
 /* sum_i f32(h[i]) * x[i] */
 float cpu_dot_f16_f32(cpu_isa isa, const uint16_t *h, const float *x, int n);
 /* y[t * ldy + r] = cpu_dot_f16_f32(isa, w + r * K, x + t * K, K), the same bits, for rows
- * r0 <= r < r1 of w [.][K] and n tokens of x [n][K]: each chunk of a row is converted once for
- * a tile of tokens (an F16 table read once for all the tokens of a step) */
+ * r0 <= r < r1 of w [.][K] and n tokens of x [n][K]: a row is converted once for many tokens
+ * (an F16 table read once for all the tokens of a step). scratch: 4 * K floats, the calling
+ * thread's own (AVX-512 converts 4 rows into it). */
 void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
-                      int64_t ldy);
+                      int64_t ldy, float *scratch);
 void cpu_f16_to_f32(cpu_isa isa, const uint16_t *in, float *out, int n);
 void cpu_f32_to_f16(cpu_isa isa, const float *in, uint16_t *out, int n);
 /* y[i] += a * x[i] */
 void cpu_axpy_f32(cpu_isa isa, float a, const float *x, float *y, int n);
 /* y[i] += a * f32(h[i]) */
 void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n);
+/* y[j] = cpu_dot_f16_f32(isa, h + j * stride, x, n) for j < m, the same bits (attention's
+ * scores of m keys: the horizontal sums of 16 (AVX-512) or 8 (AVX2) keys share their shuffles) */
+void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, int n, int m, float *y);
+/* cpu_axpy_f16(isa, a[j], h + j * stride, y, n) for j = 0 .. m - 1 in order, the same bits
+ * (attention's weighted values: y stays in registers while the m keys pass) */
+void cpu_axpy_f16_strided(cpu_isa isa, const float *a, const uint16_t *h, size_t stride, int m, float *y, int n);
 
 #endif
