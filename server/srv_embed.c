@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "srv_embed_pack.h"
 #include "srv_json.h"
 #include "srv_text.h"
 
@@ -31,24 +32,8 @@ static void run_job(void *arg)
     j->rc = j->m->embed(j->m->ctx, j->in->ids, j->in->n, j->pooling, j->out, j->err);
 }
 
-/* Every input of a request at once (embed_batch: packed into prompt steps). */
-typedef struct {
-    srv_model *m;
-    const int32_t *const *ids;
-    const int32_t *n;
-    int n_in, pooling;
-    float *out;
-    int rc;
-    char err[SRV_ERR_LEN];
-} batch_job;
-
-static void run_batch(void *arg)
-{
-    batch_job *j = arg;
-    j->rc = j->m->embed_batch(j->m->ctx, j->ids, j->n, j->n_in, j->pooling, j->out, j->err);
-}
-
-/* The inputs as embed_batch's arrays, run as one scheduler task; 0, or -1 with *e. */
+/* The inputs as embed_batch's arrays, packed with the requests waiting beside them
+ * (srv_embed_pack.h); 0, or -1 with *e. */
 static int run_packed(srv_model *m, srv_sched *s, const input *ins, int n, int pooling, float *vecs, srv_error *e)
 {
     const int32_t **ids = malloc(sizeof(int32_t *) * (size_t)n);
@@ -62,15 +47,15 @@ static int run_packed(srv_model *m, srv_sched *s, const input *ins, int n, int p
         ids[i] = ins[i].ids;
         lens[i] = ins[i].n;
     }
-    batch_job j = {.m = m, .ids = ids, .n = lens, .n_in = n, .pooling = pooling, .out = vecs};
-    const int busy = srv_sched_exec(s, run_batch, &j);
+    char err[SRV_ERR_LEN];
+    const int rc = srv_embed_pack_run(m, s, ids, lens, n, pooling, vecs, err);
     free(ids);
     free(lens);
-    if (busy)
+    if (rc == -2)
         return srv_error_set(e, 503, "server_error", NULL, NULL, "the server is shutting down");
-    if (j.rc == 1) /* refused: an input longer than the model takes (an encoder's batch, its positions) */
-        return srv_error_set(e, 400, "invalid_request_error", "context_length_exceeded", "input", "%s", j.err);
-    return j.rc ? srv_error_set(e, 500, "server_error", NULL, NULL, "%s", j.err) : 0;
+    if (rc == 1) /* refused: an input longer than the model takes (an encoder's batch, its positions) */
+        return srv_error_set(e, 400, "invalid_request_error", "context_length_exceeded", "input", "%s", err);
+    return rc ? srv_error_set(e, 500, "server_error", NULL, NULL, "%s", err) : 0;
 }
 
 /* Standard base64 (RFC 4648, padded) of n bytes; malloc'd, NUL-terminated. */

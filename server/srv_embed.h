@@ -8,7 +8,8 @@
  * on the scheduler thread (srv_sched_exec), in a sequence of their own, between the slots'
  * steps, so generation goes on while embeddings are made: packed into as few prompt steps as
  * the context's batch holds (ternion_embed_batch; each input masked from the others, so its
- * vector is the one it has alone). An empty input, a non-string among strings or more than
+ * vector is the one it has alone), together with the other requests waiting for the scheduler
+ * then (srv_embed_pack.h). An empty input, a non-string among strings or more than
  * SRV_EMBED_MAX_INPUTS inputs is a 400 in OpenAI's error shape before anything runs.
  */
 #ifndef SRV_EMBED_H

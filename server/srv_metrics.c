@@ -2,6 +2,8 @@
  * Prometheus conventions: counters end in _total, times are in seconds. */
 #include "srv_metrics.h"
 
+#include "srv_embed_pack.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,13 @@ char *srv_metrics_text(const srv_stats *st, const srv_http_count *counts, int n_
     metric(&b, "slots_busy", "gauge", "Slots serving a request.", st->slots_busy);
     metric(&b, "slots_total", "gauge", "Slots (--parallel).", st->slots_total);
     metric(&b, "queue_length", "gauge", "Requests waiting for a free slot.", st->queue_len);
+    uint64_t passes, served;
+    srv_embed_pack_counts(&passes, &served);
+    metric(&b, "embedding_requests_total", "counter", "Embedding requests run.", (double)served);
+    metric(&b, "embedding_calls_total", "counter",
+           "Model calls that ran them (requests waiting together share one).", (double)passes);
+    metric(&b, "embedding_requests_waiting", "gauge", "Embedding requests waiting for the scheduler.",
+           srv_embed_pack_waiting());
     if (b.failed) {
         free(b.s);
         return NULL;

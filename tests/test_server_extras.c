@@ -7,6 +7,8 @@
  *     too long, wrong dimensions, no 'pooling' when the model's file gives no single vector)
  *     as OpenAI error objects; an embedding made while a stream
  *     is generating (the scheduler runs it between steps) leaves the stream's text as it is;
+ *     requests waiting together for the scheduler run as one embed_batch call, each answer its
+ *     own vectors, and one refused input among them fails only its own request;
  *   - /tokenize (with and without pieces, add_special), /detokenize, /props, /slots;
  *   - OPTIONS answered 204, with CORS headers on it and on every answer with --cors-origin,
  *     and none without;
@@ -25,6 +27,7 @@
 #include <cjson/cJSON.h>
 #include <pthread.h>
 
+#include "server/srv_embed_pack.h"
 #include "server/srv_http.h"
 #include "server/srv_sched.h"
 #include "srv_fake_model.h"
@@ -304,6 +307,126 @@ static void test_embedding_during_stream(void **state)
     rig_stop(&r);
 }
 
+/* A fake embed_batch: each input's fake_embed, the inputs of every call recorded; an input of
+ * more than 20 tokens is refused (1, as the model refuses an input longer than it takes); the
+ * first call waits at a gate until the test opens it, so the requests sent meanwhile wait
+ * together for the scheduler. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int batch_calls, batch_inputs[16];
+
+static int fake_embed_batch(void *ctx, const int32_t *const *ids, const int32_t *n, int n_in, int pooling, float *out,
+                            char *err)
+{
+    pthread_mutex_lock(&gate_mu);
+    if (batch_calls < 16)
+        batch_inputs[batch_calls] = n_in;
+    batch_calls++;
+    pthread_cond_broadcast(&gate_cv);
+    while (!gate_open)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    for (int i = 0; i < n_in; i++)
+        if (n[i] > 20) {
+            snprintf(err, SRV_ERR_LEN, "input %d has %d tokens, more than 20", i, n[i]);
+            return 1;
+        }
+    for (int i = 0; i < n_in; i++)
+        fake_embed(ctx, ids[i], n[i], pooling, out + (size_t)i * N_EMBD, err);
+    return 0;
+}
+
+typedef struct {
+    rig *r;
+    const char *body;
+    int status;
+    char *answer;
+} embed_call;
+
+static void *embed_thread(void *arg)
+{
+    embed_call *c = arg;
+    c->status = hc_request(c->r->port, "POST", "/v1/embeddings", NULL, c->body, &c->answer);
+    return NULL;
+}
+
+/* Concurrent requests share a pass (srv_embed_pack.c): request 0 holds the scheduler inside the
+ * model (the gate); requests 1-3 (one input, two inputs, one input) wait meanwhile and are run
+ * by one embed_batch call of 4 inputs when it opens, each answer its own inputs' vectors. Then
+ * the same with a request whose input the model refuses among them: the shared call fails, each
+ * request runs alone, the refused one gets its 400 and the others their vectors. */
+static void test_embeddings_concurrent(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        rig r;
+        gate_open = false;
+        batch_calls = 0;
+        fake_init(&r.f, &r.m, 2, 64);
+        r.m.n_embd = N_EMBD;
+        r.m.embed = fake_embed;
+        r.m.embed_batch = fake_embed_batch;
+        r.m.tokenize_ex = fake_tokenize_ex;
+        r.m.n_ctx_train = 64;
+        fake_rig_serve(&r, (srv_http_opts){0});
+        const char *bodies[4] = {"{\"input\":\"first\"}", "{\"input\":\"one\"}", "{\"input\":[\"two\",\"three\"]}",
+                                 round ? "{\"input\":\"a text of more than twenty tokens\"}" : "{\"input\":\"four\"}"};
+        const char *texts[4][2] = {{"first"}, {"one"}, {"two", "three"}, {"four"}};
+        embed_call calls[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            calls[i] = (embed_call){.r = &r, .body = bodies[i]};
+            assert_int_equal(pthread_create(&th[i], NULL, embed_thread, &calls[i]), 0);
+            if (i == 0) { /* request 0 inside the model */
+                pthread_mutex_lock(&gate_mu);
+                while (batch_calls < 1)
+                    pthread_cond_wait(&gate_cv, &gate_mu);
+                pthread_mutex_unlock(&gate_mu);
+            }
+        }
+        for (int k = 0; k < 5000 && srv_embed_pack_waiting() < 3; k++) /* requests 1-3 queued */
+            usleep(1000);
+        assert_int_equal(srv_embed_pack_waiting(), 3);
+        pthread_mutex_lock(&gate_mu);
+        gate_open = true;
+        pthread_cond_broadcast(&gate_cv);
+        pthread_mutex_unlock(&gate_mu);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+        assert_int_equal(batch_inputs[0], 1);
+        assert_int_equal(batch_inputs[1], 4); /* requests 1-3 in one call */
+        assert_int_equal(batch_calls, round ? 5 : 2); /* then, refused, each alone */
+        if (round)
+            assert_int_equal(batch_inputs[2], 1);
+        for (int i = 0; i < 4; i++) {
+            if (round && i == 3) {
+                if (calls[i].status != 400 || !strstr(calls[i].answer, "more than 20"))
+                    fail_msg("the refused request: %d %s", calls[i].status, calls[i].answer);
+                free(calls[i].answer);
+                continue;
+            }
+            if (calls[i].status != 200)
+                fail_msg("request %d: %d %s", i, calls[i].status, calls[i].answer);
+            cJSON *j = cJSON_Parse(calls[i].answer);
+            const cJSON *data = cJSON_GetObjectItem(j, "data");
+            assert_int_equal(cJSON_GetArraySize(data), i == 2 ? 2 : 1);
+            for (int k = 0; k < cJSON_GetArraySize(data); k++) {
+                int32_t *ids;
+                int n;
+                char err[SRV_ERR_LEN];
+                fake_tokenize(NULL, texts[i][k], &ids, &n, err);
+                expect_vector(cJSON_GetObjectItem(cJSON_GetArrayItem(data, k), "embedding"), ids, n);
+                free(ids);
+            }
+            cJSON_Delete(j);
+            free(calls[i].answer);
+        }
+        assert_int_equal(srv_embed_pack_waiting(), 0);
+        rig_stop(&r);
+    }
+}
+
 static void test_tokenize_props_slots(void **state)
 {
     (void)state;
@@ -423,7 +546,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embeddings), cmocka_unit_test(test_embeddings_pooling_refused),
-        cmocka_unit_test(test_embedding_during_stream),
+        cmocka_unit_test(test_embedding_during_stream), cmocka_unit_test(test_embeddings_concurrent),
         cmocka_unit_test(test_tokenize_props_slots), cmocka_unit_test(test_cors),
         cmocka_unit_test(test_defects),
     };
