@@ -6,7 +6,9 @@
  * one text agree (cosine >= 1 - 1e-6: the engines' hidden states agree to float rounding,
  * test_embed.c), and the CLI's --embedding prints the server's vector (to 9 digits) as the first
  * of two lines (two lines of text: two inputs).
- * An encoder's input over the batch: a 400 (test_encoder_too_long).
+ * An encoder's input over the batch: a 400 (test_encoder_too_long). The embedding oracle
+ * (tests/data/oracle-embd/) through the server and the client, both backends, its texts also as
+ * concurrent one-text requests (test_oracle_server, tests/server/embed_oracle.mjs).
  * Needs node + npm (installs tests/server/node_modules with `npm ci` when missing) and curl.
  */
 #include <math.h>
@@ -147,8 +149,65 @@ static void test_encoder_too_long(void **state)
     free(out);
 }
 
+/* The embedding oracle through the server (tests/server/embed_oracle.mjs): the case's file
+ * written again by tools/mkmodel (its size and SHA-256 checked against case.txt), served on the
+ * Vulkan device (lavapipe without a GPU) and on the CPU backend; the texts' vectors within test_embed.c's rule of
+ * mainline llama.cpp's, and each text's own request (sent concurrently, packed by the server)
+ * the same vector as the request of all texts. */
+#define EMBD_CASE "tests/data/oracle-embd/all-minilm-l6-v2-2layer"
+static void test_oracle_server(void **state)
+{
+    (void)state;
+    const char *b = getenv("TERNION_BUILD");
+    char tool[512], gguf[512];
+    snprintf(tool, sizeof tool, "%s/tools/mkmodel", b ? b : "build");
+    snprintf(gguf, sizeof gguf, "%s/test-server-embed-oracle.gguf", b ? b : "build");
+    if (!sp_exists(tool) || !sp_exists(server_bin)) {
+        printf("skip: %s or %s missing\n", tool, server_bin);
+        skip();
+    }
+    FILE *f = fopen(EMBD_CASE "/case.txt", "r");
+    assert_non_null(f);
+    char line[512], key[64], val[256], layers[16] = "", vocab[16] = "", seed[16] = "", sha[80] = "";
+    while (fgets(line, sizeof line, f))
+        if (line[0] != '#' && sscanf(line, "%63s = %255[^\n]", key, val) == 2) {
+            char *dst = !strcmp(key, "layers") ? layers : !strcmp(key, "vocab") ? vocab : !strcmp(key, "seed") ? seed
+                        : !strcmp(key, "gguf_sha256") ? sha : NULL;
+            if (dst)
+                snprintf(dst, 16 + (dst == sha) * 64, "%s", val);
+        }
+    fclose(f);
+    assert_true(*layers && *vocab && *seed && strlen(sha) == 64);
+    const char *mk[] = {tool, "models/all-minilm-l6-v2.yaml", "-o", gguf, "--layers", layers, "--vocab", vocab, "--seed",
+                        seed, "--ctx", "512", "--tok", "bert", NULL};
+    char *out;
+    assert_int_equal(sp_run(mk, &out), 0);
+    free(out);
+    const char *hash[] = {"sha256sum", gguf, NULL};
+    assert_int_equal(sp_run(hash, &out), 0);
+    if (strncmp(out, sha, 64))
+        fail_msg("%s: sha256 %.64s, the case's %s", gguf, out, sha);
+    free(out);
+    unsetenv("TERNION_MODEL");
+    const char *dev[2][3] = {{"--device", "vulkan", NULL}, {"--device", "cpu", NULL}};
+    for (int d = 0; d < 2; d++) {
+        srv_proc s;
+        sp_start(&s, server_bin, gguf, dev[d]);
+        const char *argv[] = {"node", "tests/server/embed_oracle.mjs", s.base, EMBD_CASE, NULL};
+        const int rc = sp_run(argv, &out);
+        printf("embedding oracle through the server, %s: %s", d ? "CPU backend" : "Vulkan", out);
+        free(out);
+        const int st = sp_stop(&s, SIGTERM);
+        if (rc)
+            fail_msg("node embed_oracle.mjs: exit %d", rc);
+        assert_int_equal(st, 0);
+    }
+    remove(gguf);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_openai_client), cmocka_unit_test(test_encoder_too_long)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_openai_client), cmocka_unit_test(test_encoder_too_long),
+                                       cmocka_unit_test(test_oracle_server)};
     return cmocka_run_group_tests(tests, setup, NULL);
 }
