@@ -1569,8 +1569,9 @@ static void test_sliding_window(void **state)
 /* Gemma 3's rows (tests/data/gemma3/gemma3-tiny.yaml, out of the walk: its oracle case runs it
  * whole): the ROPE kernels of a model with rope.base_swa (base 10000 on the sliding-window
  * layers, 1e6 on the global ones: the kernel reads its layer), at layer 0 (windowed) and layer 1
- * (global, pattern 2), prompt and decode, and the embedding with a scale (sqrt(dim)), against
- * the reference; the rope and embed rules above. */
+ * (global, pattern 2), prompt and decode, and the embedding with a scale (sqrt(dim)) from its
+ * F16 table and from Q8_0 and Q4_0 ones (the description retyped), against the reference; the
+ * rope and embed rules above. */
 static void test_gemma3_rows(void **state)
 {
     (void)state;
@@ -1602,8 +1603,34 @@ static void test_gemma3_rows(void **state)
             }
     }
     run_layer = 0;
-    printf("gemma3: %d rope runs (q and k, layers 0 and %u), %d scaled embedding runs\n", n_rope, layers[1], n_embed);
-    assert_true(n_rope == 8 && n_embed == 2);
+    /* the scaled embedding from the tables quantized Gemma 3 files carry instead of F16 at this
+     * width (llama-quantize's Q8_0 and Q4_0 token_embd; a K-quant one needs widths of 256): the
+     * description with token_embd retyped, its embed kernel against the reference's decoded rows */
+    static const uint32_t qtypes[2] = {FMT_Q8_0, FMT_Q4_0};
+    for (int qi = 0; qi < 2; qi++) {
+        static gen_model mq;
+        static gen_graph gq;
+        mq = m;
+        int found = 0;
+        for (int i = 0; i < g.n_kops; i++)
+            if (g.kops[i].kind == GEN_K_EMBED && g.kops[i].last_out < 0)
+                mq.tensors[g.kops[i].w[0]].type = qtypes[qi];
+        if (gen_graph_build(&mq, true, &gq, vkh_err))
+            fail_msg("%s", vkh_err);
+        for (int i = 0; i < gq.n_kops; i++)
+            for (int d = 0; d < 2; d++)
+                if (gq.kops[i].kind == GEN_K_EMBED && gq.kops[i].last_out < 0) {
+                    assert_true(gq.kops[i].act_param.own && gq.kops[i].act_param.v[0] == sqrtf((float)m.hp.dim));
+                    assert_int_equal(gq.m->tensors[gq.kops[i].w[0]].type, qtypes[qi]);
+                    check_embed(&gq, &gq.kops[i], d == 1);
+                    n_embed++;
+                    found++;
+                }
+        assert_int_equal(found, 2);
+    }
+    printf("gemma3: %d rope runs (q and k, layers 0 and %u), %d scaled embedding runs (F16, Q8_0, Q4_0)\n", n_rope,
+           layers[1], n_embed);
+    assert_true(n_rope == 8 && n_embed == 6);
 }
 
 static void test_embed(void **state)
