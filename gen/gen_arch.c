@@ -4,19 +4,19 @@
 #include <string.h>
 
 static const gen_arch ARCHS[] = {
-    {"bitnet-b1.58", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 graph: NeoX RoPE"},
-    {"bitnet-25", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 2B4T graph: NeoX RoPE"},
-    {"bitnet", "bitnet", GEN_ROPE_NEOX, "llama.cpp's bitnet graph: LLAMA_ROPE_TYPE_NEOX"},
-    {"llama", "llama", GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM"},
-    {"llama-ternary", "llama", GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE"},
-    {"qwen3", "qwen3", GEN_ROPE_NEOX, "llama.cpp's qwen3 graph: QK-norm, LLAMA_ROPE_TYPE_NEOX"},
-    {"gemma3", "gemma3", GEN_ROPE_NEOX, "llama.cpp's gemma3 graph: LLAMA_ROPE_TYPE_NEOX"},
+    {"bitnet-b1.58", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 graph: NeoX RoPE", false},
+    {"bitnet-25", "bitnet-b1.58", GEN_ROPE_NEOX, "bitnet.cpp's BitNet b1.58 2B4T graph: NeoX RoPE", false},
+    {"bitnet", "bitnet", GEN_ROPE_NEOX, "llama.cpp's bitnet graph: LLAMA_ROPE_TYPE_NEOX", false},
+    {"llama", "llama", GEN_ROPE_NORM, "llama.cpp's llama graph rotates adjacent pairs: LLAMA_ROPE_TYPE_NORM", false},
+    {"llama-ternary", "llama", GEN_ROPE_NEOX, "models/llama-ternary-tiny.yaml's layout: NeoX RoPE", false},
+    {"qwen3", "qwen3", GEN_ROPE_NEOX, "llama.cpp's qwen3 graph: QK-norm, LLAMA_ROPE_TYPE_NEOX", false},
+    {"gemma3", "gemma3", GEN_ROPE_NEOX, "llama.cpp's gemma3 graph: LLAMA_ROPE_TYPE_NEOX", true},
     /* encoders: learned positions (add_rows), no RoPE; drafted by gen_draft_bert.c */
     {"bert", "bert", GEN_ROPE_NORM,
-     "llama.cpp's bert graph: learned absolute positions, no RoPE (LLAMA_ROPE_TYPE_NONE; style norm, unused)"},
+     "llama.cpp's bert graph: learned absolute positions, no RoPE (LLAMA_ROPE_TYPE_NONE; style norm, unused)", false},
     /* mixtures of experts (the `moe` op, gen_moe.h); no draft layout yet: the nearest is drafted */
-    {"qwen3moe", "qwen3moe", GEN_ROPE_NEOX, "llama.cpp's qwen3moe graph: QK-norm, experts, LLAMA_ROPE_TYPE_NEOX"},
-    {"olmoe", "olmoe", GEN_ROPE_NEOX, "llama.cpp's olmoe graph: q/k norms, experts, LLAMA_ROPE_TYPE_NEOX"},
+    {"qwen3moe", "qwen3moe", GEN_ROPE_NEOX, "llama.cpp's qwen3moe graph: QK-norm, experts, LLAMA_ROPE_TYPE_NEOX", false},
+    {"olmoe", "olmoe", GEN_ROPE_NEOX, "llama.cpp's olmoe graph: q/k norms, experts, LLAMA_ROPE_TYPE_NEOX", false},
 };
 #define N_ARCHS ((int)(sizeof ARCHS / sizeof ARCHS[0]))
 

@@ -10,6 +10,8 @@
 #ifndef GEN_ARCH_H
 #define GEN_ARCH_H
 
+#include <stdbool.h>
+
 #include "gen_model.h"
 
 typedef struct {
@@ -17,6 +19,10 @@ typedef struct {
     const char *layout; /* the draft's layout row ("llama") */
     gen_rope_style rope;
     const char *source; /* where the layout and the style come from (messages, drafts) */
+    /* the file's sliding-window pattern (swa_pattern's key) is one integer, as llama.cpp's gemma3
+     * loader reads it (get_key_or_arr into a uint32_t ignores an array and keeps its default);
+     * false: one bool per layer, as the converter writes Maple's (tools/mkmodel writes either) */
+    bool swa_pattern_int;
 } gen_arch;
 
 /* The row of architecture arch, or NULL. */

@@ -44,6 +44,7 @@
  * converter stores a BERT vocabulary (a "##piece" as "piece", a word's first piece after
  * U+2581), for encoder models.
  */
+#include "gen_arch.h"
 #include "gen_model.h"
 #include "gen_param.h"
 #include "gguf/rt_gguf.h"
@@ -519,14 +520,15 @@ static int stream_init(stream *s, const gen_model *m, int ti, const int64_t ne[4
 
 /* The gguf_checks keys with the YAML's values: scalars, and per-layer arrays as llama.cpp's
  * converter writes Maple's sliding_window_pattern (bools, true: a sliding-window layer) and
- * swiglu_clamp_exp (floats). A gemma3 file's pattern is one integer: llama.cpp's gemma3 loader
- * reads it so (get_key_or_arr into a uint32_t ignores an array and keeps its default, 6). */
+ * swiglu_clamp_exp (floats); the pattern as one integer where the architecture's row says its
+ * loader reads it so (gen_arch.h swa_pattern_int: gemma3). */
 static void write_checks(rt_gguf_writer *w, const gen_model *m, const char *arch, int layers)
 {
     char key[160];
 #define ARCH_KEY(k) (snprintf(key, sizeof(key), "%s.%s", arch, (k)), key)
     for (int i = 0; i < m->n_checks; i++) {
-        const bool scalar_pattern = !strcmp(arch, "gemma3");
+        const gen_arch *row = gen_arch_find(arch);
+        const bool scalar_pattern = row && row->swa_pattern_int;
         if ((!strcmp(m->checks[i].hparam, "swa_pattern") && !scalar_pattern) ||
             !strcmp(m->checks[i].hparam, "swiglu_limit")) {
             /* per-layer arrays, as llama.cpp's converter writes Maple's sliding_window_pattern
