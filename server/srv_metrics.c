@@ -84,7 +84,8 @@ char *srv_metrics_text(const srv_stats *st, const srv_http_count *counts, int n_
     metric(&b, "queue_length", "gauge", "Requests waiting for a free slot.", st->queue_len);
     uint64_t passes, served;
     srv_embed_pack_counts(&passes, &served);
-    metric(&b, "embedding_requests_total", "counter", "Embedding requests run.", (double)served);
+    metric(&b, "embedding_requests_total", "counter", "Embedding requests run by packed model calls.",
+           (double)served);
     metric(&b, "embedding_calls_total", "counter",
            "Model calls that ran them (requests waiting together share one).", (double)passes);
     metric(&b, "embedding_requests_waiting", "gauge", "Embedding requests waiting for the scheduler.",

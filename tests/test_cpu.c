@@ -478,19 +478,22 @@ static void test_kq_dot(void **st)
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
  * Several tokens (1 to 9: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
  * remainder; 13 rows split as threads would, at rows 1, 2, 3 and 5, so a range starts with
- * groups of 1 to 4 rows): each token's sums equal the one-token dot's bit for bit (a multi-row
- * decode step gives each row a one-row step's logits), outputs poisoned. */
+ * groups of 1 to 4 rows; K with and without a 16-value step after the 32-value ones): each
+ * token's sums equal the one-token dot's bit for bit (a multi-row decode step gives each row a
+ * one-row step's logits), outputs poisoned, each call writing its own rows and tokens only
+ * (guard columns past the 13 rows). */
 static void test_f16_dot(void **st)
 {
     (void)st;
-    const int dims[] = {16, 100, 256, 2560}, NT = 9, V = 13;
+    const int dims[] = {16, 48, 100, 120, 256, 2560}, NT = 9, V = 13;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
         if (cpu_isa_runs((cpu_isa)isa)) /* every level this CPU runs */
-        for (int di = 0; di < 4; di++) {
+        for (int di = 0; di < 6; di++) {
             const int K = dims[di];
             uint16_t *w = malloc(2 * K * V);
             float *x = malloc(sizeof(float) * K * NT), *y = malloc(sizeof(float) * V * NT), *yr = malloc(sizeof(float) * V);
             float *y1 = malloc(sizeof(float) * V * NT), *y2 = malloc(sizeof(float) * V * NT);
+            float *yg = malloc(sizeof(float) * 16 * NT);
             for (int i = 0; i < K * V; i++)
                 w[i] = fmt_f32_to_f16(frnd(1.0f));
             for (int i = 0; i < K * NT; i++)
@@ -501,12 +504,29 @@ static void test_f16_dot(void **st)
             for (int t = 0; t < NT; t++) /* one token at a time (the fused one-token dot) */
                 cpu_table_dot((cpu_isa)isa, c, &cw, 0, V, x + (size_t)t * K, 1, y1 + t * V, V, scratch);
             static const int splits[] = {1, 2, 3, 5};
+            enum { LDY = 16 }; /* V rows, then 3 guard columns no call may write */
             for (int n = 1; n <= NT; n++)
                 for (int si = 0; si < 4; si++) {
+                    for (int i = 0; i < LDY * NT; i++)
+                        yg[i] = NAN;
                     for (int i = 0; i < V * NT; i++)
-                        y[i] = y2[i] = NAN;
-                    cpu_table_dot((cpu_isa)isa, c, &cw, 0, splits[si], x, n, y, V, scratch);
-                    cpu_table_dot((cpu_isa)isa, c, &cw, splits[si], V, x, n, y, V, scratch);
+                        y2[i] = NAN;
+                    /* each call writes its own rows and tokens only: the rest stays poisoned */
+                    cpu_table_dot((cpu_isa)isa, c, &cw, 0, splits[si], x, n, yg, LDY, scratch);
+                    for (int t = 0; t < NT; t++)
+                        for (int r = 0; r < LDY; r++)
+                            if ((t >= n || r >= splits[si]) && !isnan(yg[t * LDY + r]))
+                                fail_msg("F16 dot, %s, K %d, rows 0..%d of %d tokens wrote token %d row %d",
+                                         cpu_isa_name((cpu_isa)isa), K, splits[si], n, t, r);
+                    cpu_table_dot((cpu_isa)isa, c, &cw, splits[si], V, x, n, yg, LDY, scratch);
+                    for (int t = 0; t < NT; t++)
+                        for (int r = 0; r < LDY; r++) {
+                            if (t < n && r < V)
+                                y[t * V + r] = yg[t * LDY + r];
+                            else if (!isnan(yg[t * LDY + r]))
+                                fail_msg("F16 dot, %s, K %d, %d tokens: wrote token %d row %d (guard)",
+                                         cpu_isa_name((cpu_isa)isa), K, n, t, r);
+                        }
                     if (memcmp(y, y1, sizeof(float) * V * n))
                         fail_msg("F16 dot, %s, K %d, %d tokens, split at row %d: not the one-token sums",
                                  cpu_isa_name((cpu_isa)isa), K, n, splits[si]);
@@ -530,6 +550,7 @@ static void test_f16_dot(void **st)
             free(y);
             free(y1);
             free(y2);
+            free(yg);
             free(yr);
         }
 }
@@ -538,22 +559,24 @@ static void test_f16_dot(void **st)
  * reference's double sums; the same bound as the F16 dots (2K products and adds, 2^-24 each). */
 /* Attention's many-key forms (cpu_dot_f16_strided, cpu_axpy_f16_strided) against the one-key
  * dot and axpy, bit for bit, at every level this CPU runs: head sizes with and without a
- * 16-value tail, 1 to 33 keys (every remainder of the 16- and 8-key groups) at a stride wider
- * than the head (the K / V cache's rows); outputs poisoned, the values past the head untouched. */
+ * 16-value tail, after a 32-value step or not, 1 to 33 keys (every remainder of the 16- and
+ * 8-key groups) at a stride wider than the head (the K / V cache's rows), the last key ending
+ * the allocation (a read past it is the sanitizers' to see); outputs poisoned, the values past
+ * the head untouched. */
 static void test_f16_strided(void **st)
 {
     (void)st;
-    const int dims[] = {8, 16, 32, 40, 64, 100, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
+    const int dims[] = {8, 16, 32, 40, 64, 80, 100, 112, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;
-        for (int di = 0; di < 7; di++)
+        for (int di = 0; di < 9; di++)
             for (int ki = 0; ki < 8; ki++) {
                 const int n = dims[di], m = keys[ki];
-                const size_t stride = (size_t)n + 24;
-                uint16_t *h = malloc(sizeof(uint16_t) * stride * m);
+                const size_t stride = (size_t)n + 24, len = stride * (size_t)(m - 1) + (size_t)n; /* no slack */
+                uint16_t *h = malloc(sizeof(uint16_t) * len);
                 float x[128], a[33], y[33], y1[33], o[132], o1[132];
-                for (size_t i = 0; i < stride * m; i++)
+                for (size_t i = 0; i < len; i++)
                     h[i] = fmt_f32_to_f16(frnd(1.0f));
                 for (int i = 0; i < n; i++)
                     x[i] = frnd(4.0f);

@@ -133,9 +133,9 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
  * the tokens per row would stream a long prompt's inputs from memory once per row. */
 #define F16_TOKEN_BLOCK 32
 
-/* One token: converted and multiplied in one pass; several: per block of tokens, each chunk of
- * a row converted once for a tile of them (cpu_dot_f16_rows: the one-token dot's bits, so the
- * same bits in any block). */
+/* One token: converted and multiplied in one pass; several: per block of tokens, a row
+ * converted once for the block (AVX-512: 4 rows into the thread's scratch) or once for a tile of
+ * them (AVX2) (cpu_dot_f16_rows: the one-token dot's bits, so the same bits in any block). */
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {

@@ -498,10 +498,10 @@ CPU_TARGET_AVX512 static void dot_f16_strided_avx512(const uint16_t *h, size_t s
         __m512 v[16];
         float sum[16];
         for (int g = 0; g < 16; g++) {
-            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
             __m512 s0 = _mm512_setzero_ps(), s1 = s0;
             int i = 0;
             if (g < G) {
+                const uint16_t *hk = h + (size_t)(j0 + g) * stride;
                 for (; i + 32 <= n; i += 32) {
                     s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i))),
                                          _mm512_loadu_ps(x + i), s0);
@@ -535,10 +535,10 @@ CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t strid
         __m256 v[8];
         float sum[8];
         for (int g = 0; g < 8; g++) {
-            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
             __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
             int i = 0;
             if (g < G) {
+                const uint16_t *hk = h + (size_t)(j0 + g) * stride;
                 for (; i + 32 <= n; i += 32) {
                     s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
                     s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);

@@ -67,7 +67,9 @@ int ref_linear_q(uint32_t type, const void *w, int K, int M, const float *x, int
         for (int r = 0; r < M; r++) {
             const uint8_t *row = (const uint8_t *)w + (size_t)r * row_bytes(type, K);
             float sumf = 0.0f;
-            for (int b = 0, blk; b * (blk = block_codes(type, row, b, c, &d)) < K; b++) {
+            const int blk = block_size(type, &bytes);
+            for (int b = 0; b * blk < K; b++) {
+                block_codes(type, row, b, c, &d); /* (read only inside the row: b < K / blk) */
                 float s = 0.0f; /* Q2_0: d_x0 * sumi0 + d_x1 * sumi1 (G128: to d_x3 * sumi3); Q8_0 / Q4_0: one block */
                 for (int k = 0; k < blk / 32; k++) {
                     const int a = b * blk / 32 + k;

@@ -34,17 +34,17 @@ echo "$CASES" | { while read -r name model layers pooling seed; do
     [ -n "$name" ] || continue
     [ $# -eq 0 ] || case "$want" in *" $name "*) ;; *) continue ;; esac
     M=$tmp/$name.gguf
-    "$B/tools/mkmodel" "models/$model.yaml" -o "$M" --layers "$layers" --vocab 30522 --seed "$seed" --ctx 512 --tok bert --pooling "$pooling" >/dev/null 2>&1
+    "$B/tools/mkmodel" "models/$model.yaml" -o "$M" --layers "$layers" --vocab 30522 --seed "$seed" --ctx 512 --tok bert --pooling "$pooling" >/dev/null 2>&1 </dev/null
     # the reference's JSON is sometimes cut short (exit status 0): run it again until it is whole
     for try in 1 2 3 4 5 6 7 8 9 10; do
-        "$LE" -m "$M" -f "$tmp/prompts.txt" -t 2 -c 512 -b 512 -ub 512 --embd-output-format json >"$tmp/ref.json" 2>"$tmp/ref.log" ||
+        "$LE" -m "$M" -f "$tmp/prompts.txt" -t 2 -c 512 -b 512 -ub 512 --embd-output-format json >"$tmp/ref.json" 2>"$tmp/ref.log" </dev/null ||
             { tail -n 20 "$tmp/ref.log" >&2; exit 1; }
         [ "$(grep -c '"embedding": \[.*\]$' "$tmp/ref.json")" -eq 4 ] && break
         [ "$try" -lt 10 ] || { echo "embd_full_size.sh: the reference's JSON was cut short 10 times" >&2; exit 1; }
     done
     sed -n 's/.*"embedding": \[\(.*\)\].*/\1/p' "$tmp/ref.json" | tr ',' ' ' >"$tmp/ref.txt"
     for dev in $DEVICES; do
-        "$B/$model" -m "$M" --device "$dev" -t 2 -c 512 -b 512 -v --embedding -f "$tmp/prompts.txt" >"$tmp/te.txt" 2>"$tmp/te.log" ||
+        "$B/$model" -m "$M" --device "$dev" -t 2 -c 512 -b 512 -v --embedding -f "$tmp/prompts.txt" >"$tmp/te.txt" 2>"$tmp/te.log" </dev/null ||
             { echo "$name $dev: the run failed: $(tail -n 1 "$tmp/te.log")"; fails=$((fails + 1)); continue; }
         ran=$(sed -n 's/^ternion: .* on \(.*\)/\1/p' "$tmp/te.log" | head -n 1)
         paste -d '|' "$tmp/ref.txt" "$tmp/te.txt" | awk -v name="$name" -v dev="$dev" -v ran="$ran" -F '|' '
