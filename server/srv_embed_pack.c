@@ -44,8 +44,8 @@ static void run_alone(pack_req *r)
 static int run_together(pack_req *first, int n_in)
 {
     srv_model *m = first->m;
-    const int32_t **ids = malloc(sizeof(int32_t *) * (size_t)n_in);
-    int32_t *n = malloc(sizeof(int32_t) * (size_t)n_in);
+    const int32_t **ids = calloc((size_t)n_in, sizeof(int32_t *));
+    int32_t *n = calloc((size_t)n_in, sizeof(int32_t));
     float *out = malloc(sizeof(float) * (size_t)n_in * (size_t)m->n_embd);
     char err[SRV_ERR_LEN];
     int rc = -1;
