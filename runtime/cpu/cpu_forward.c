@@ -33,6 +33,7 @@ typedef struct {
     cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->pick) */
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
+    bool qpacked;          /* ... and e->qp holds them in the I2_S kernels' layout (cpu_i2s_pack) */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
     char *err;             /* an op that fails (the expert cache's reads) says why here ... */
@@ -485,9 +486,13 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
     const int n = r->s->n, K = WIDTH(e, so->op->in[0]), M = WIDTH(e, so->op->out);
     if (r->qvalue != so->op->in[0] || r->q8k != op_q8k(so->op)) {
         par_for(r, so, n, 1, quant_body, n > 1);
-        cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
         r->qvalue = so->op->in[0];
         r->q8k = op_q8k(so->op);
+        r->qpacked = false;
+    }
+    if (so->codec->type == FMT_I2_S && !r->qpacked) { /* only I2_S reads the packed copy (one thread) */
+        cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
+        r->qpacked = true;
     }
     if (so->sparse_gate && e->sparse && n == 1) {
         par_for(r, so, M, 16, sparse_body, true);
