@@ -128,10 +128,15 @@ static void f16_row(cpu_isa isa, const cpu_weight *w, int64_t r, float *out)
     cpu_f16_to_f32(isa, (const uint16_t *)(w->data + (size_t)r * w->ne0 * 2), out, (int)w->ne0);
 }
 
-/* Tokens a block of the F16 product takes: their inputs (32 x K floats: 48 KiB at K = 384)
- * stay in the core's cache while every row of the range passes over them, where a pass of all
- * the tokens per row would stream a long prompt's inputs from memory once per row. */
-#define F16_TOKEN_BLOCK 32
+/* Tokens a block of the F16 product takes: their inputs (at most 256 KiB: 64 Ki floats, so
+ * they stay in any x86 core's L2) are read from cache while every row of the range passes over
+ * them, and each row is converted once per block, so the more tokens a block holds the fewer
+ * conversions: 32 to 128 tokens (K = 384: 128, all of a typical sentence; K = 3072: 32). */
+static int f16_token_block(int K)
+{
+    const int t = (64 * 1024) / (K > 0 ? K : 1);
+    return t < 32 ? 32 : t > 128 ? 128 : t;
+}
 
 /* One token: converted and multiplied in one pass; several: per block of tokens, a row
  * converted once for the block (AVX-512: 4 rows into the thread's scratch) or once for a tile of
@@ -146,8 +151,9 @@ static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r
             y[r] = cpu_dot_f16_f32(isa, rows + r * K, x, K);
         return;
     }
-    for (int t0 = 0; t0 < n; t0 += F16_TOKEN_BLOCK) {
-        const int nt = n - t0 < F16_TOKEN_BLOCK ? n - t0 : F16_TOKEN_BLOCK;
+    const int tb = f16_token_block(K);
+    for (int t0 = 0; t0 < n; t0 += tb) {
+        const int nt = n - t0 < tb ? n - t0 : tb;
         cpu_dot_f16_rows(isa, rows, r0, r1, K, x + (size_t)t0 * K, nt, y + (size_t)t0 * ldy, ldy, scratch);
     }
 }
