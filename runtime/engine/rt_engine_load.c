@@ -473,8 +473,18 @@ int rt_engine_open(const rt_model_desc *desc, const rt_engine_opts *opts, rt_eng
     rt_vk_opts vo = {.device_index = device_index, .validation = opts->validation, .verbose = opts->verbose};
     if (rt_vk_create(&vo, &e->vk, err) || check_limits(e, err))
         goto fail;
-    if (rt_eng_cpumoe_plan(e, opts, err) || rt_eng_weight_types(e, opts->weights, err) ||
-        rt_eng_stream_plan(e, opts->vram_budget_mib, err) || upload_weights(e, err))
+    if (rt_eng_cpumoe_plan(e, opts, err) || rt_eng_weight_types(e, opts->weights, err))
+        goto fail;
+    if (rt_vk_get_info(e->vk)->driver_id == VK_DRIVER_ID_MESA_LLVMPIPE) { /* its loop limit: rt_engine_weights.c */
+        const int cap = rt_eng_kquant_step_cap(e);
+        if (cap > 0 && e->n_batch > cap) {
+            if (opts->verbose)
+                fprintf(stderr, "lavapipe: prompt steps of at most %d tokens (its shader loop limit and the widest "
+                                "K-quant matrix), not %d\n", cap, e->n_batch);
+            e->n_batch = cap;
+        }
+    }
+    if (rt_eng_stream_plan(e, opts->vram_budget_mib, err) || upload_weights(e, err))
         goto fail;
     e->head_q8 = opts->lm_head_q8;
     if (e->head_q8 && make_q8_tables(e, opts->model_path, err))

@@ -221,6 +221,8 @@ const rt_kernel_alt *rt_eng_dispatch_alt(const rt_engine *e, const rt_dispatch *
 uint16_t rt_eng_dispatch_kernel(const rt_engine *e, const rt_dispatch *dp, int L);
 void rt_eng_tensor_name(const rt_engine *e, uint32_t t, int L, char *name, size_t n);
 int rt_eng_weight_types(rt_engine *e, int repack, char *err);
+/* after rt_eng_weight_types: the most tokens a prompt step may hold on lavapipe (0: no limit) */
+int rt_eng_kquant_step_cap(const rt_engine *e);
 uint64_t rt_eng_weight_nbytes(const rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L);
 int rt_eng_weight_upload(rt_engine *e, const rt_gguf_tensor *gt, uint32_t t, int L, rt_buf *dst, uint64_t off,
                          char *err);

@@ -285,3 +285,32 @@ uint64_t rt_eng_weight_bytes_delta(const rt_engine *e, const rt_dispatch *dp)
     }
     return (uint64_t)delta;
 }
+
+/* lavapipe (llvmpipe) ends every loop of a shader invocation once 65535 loop iterations have run
+ * in it, all loops together (LP_MAX_TGSI_LOOP_ITERATIONS), and leaves the rest of the work
+ * undone. The K-quant products' row walk (Q4_K / Q6_K matrices and heads: each token's block
+ * quantized to Q8_K per row) runs about K iterations per tile of 8 tokens in one invocation, so
+ * a prompt step of more tiles than 65535 / K loses rows silently (a Llama 3.2 1B-shape file's
+ * 8192-wide ffn_down: logits off by 25-40 from the 56th token of a 128-token step). The prompt
+ * step's tokens on that driver: 8 x 65535 / (1.25 K) for the widest K-quant matrix (a quarter
+ * kept for the walk's other loops), at least 8; 0 when the model has none. */
+int rt_eng_kquant_step_cap(const rt_engine *e)
+{
+    const rt_model_desc *d = e->d;
+    int64_t k_max = 0;
+    char name[160];
+    for (uint32_t t = 0; t < d->n_tensors; t++)
+        for (int L = 0; L < (d->tensors[t].per_layer ? e->n_layers : 1); L++) {
+            const uint8_t ty = e->wtype[(size_t)t * e->n_layers + L];
+            if (ty != FMT_Q4_K && ty != FMT_Q6_K)
+                continue;
+            rt_eng_tensor_name(e, t, L, name, sizeof(name));
+            const rt_gguf_tensor *gt = rt_gguf_tensor_find(e->g, name);
+            if (gt && gt->n_dims >= 2 && gt->ne[0] > k_max)
+                k_max = gt->ne[0];
+        }
+    if (k_max == 0)
+        return 0;
+    const int64_t tiles = 65535 / (k_max + k_max / 4);
+    return tiles < 1 ? 8 : (int)(8 * tiles);
+}
