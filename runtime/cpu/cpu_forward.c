@@ -42,61 +42,48 @@ typedef struct {
 
 typedef void (*body_fn)(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith);
 
+/* How a body's items are shared: contiguous ranges of whole `align` parts, one a thread; or
+ * (dealt) parts of `align` items given to the threads in turn, so a thread's parts spread over
+ * the whole range and work that grows along it (a causal prompt's attention: token t scores
+ * t + 1 keys) falls evenly on the threads. */
 typedef struct {
     const cpu_run *r;
     const cpu_step_op *so;
     int64_t n_items, align;
     body_fn body;
+    bool dealt;
 } par_job;
 
 static void par_main(void *arg, int ith, int nth)
 {
     const par_job *j = arg;
+    if (j->dealt) {
+        for (int64_t lo = (int64_t)ith * j->align; lo < j->n_items; lo += (int64_t)nth * j->align)
+            j->body(j->r, j->so, lo, lo + j->align < j->n_items ? lo + j->align : j->n_items, ith);
+        return;
+    }
     int64_t lo, hi;
     cpu_pool_range(j->n_items, ith, nth, j->align, &lo, &hi);
     if (lo < hi)
         j->body(j->r, j->so, lo, hi, ith);
 }
 
-/* Every nth unit of `unit` items from unit ith (the last one cut at n_items): a thread's units
- * spread over the whole range, so work that grows along it (a causal prompt's attention: token t
- * scores t + 1 keys) falls evenly on the threads. */
-typedef struct {
-    const cpu_run *r;
-    const cpu_step_op *so;
-    int64_t n_items, unit;
-    body_fn body;
-} par_strided_job;
-
-static void par_strided_main(void *arg, int ith, int nth)
-{
-    const par_strided_job *j = arg;
-    for (int64_t lo = (int64_t)ith * j->unit; lo < j->n_items; lo += (int64_t)nth * j->unit)
-        j->body(j->r, j->so, lo, lo + j->unit < j->n_items ? lo + j->unit : j->n_items, ith);
-}
-
-/* body over [0, n_items) in parts of `align` items, on the pool when `parallel`. */
-static void par_for(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t align, body_fn body, bool parallel)
+/* body over [0, n_items) in parts of `align` items (dealt: in turn), on the pool when `parallel`. */
+static void par_run(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t align, body_fn body,
+                    bool parallel, bool dealt)
 {
     const int nth = r->s->n > 1 ? r->e->n_threads_batch : r->e->n_threads;
     if (!parallel || nth == 1 || n_items <= align) {
         body(r, so, 0, n_items, 0);
         return;
     }
-    par_job j = {r, so, n_items, align, body};
+    par_job j = {r, so, n_items, align, body, dealt};
     cpu_pool_run(r->e->pool, par_main, &j, nth);
 }
 
-/* body over [0, n_items) in units of `unit` items dealt to the threads in turn (par_strided_main). */
-static void par_for_strided(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t unit, body_fn body)
+static void par_for(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t align, body_fn body, bool parallel)
 {
-    const int nth = r->s->n > 1 ? r->e->n_threads_batch : r->e->n_threads;
-    if (nth == 1 || n_items <= unit) {
-        body(r, so, 0, n_items, 0);
-        return;
-    }
-    par_strided_job j = {r, so, n_items, unit, body};
-    cpu_pool_run(r->e->pool, par_strided_main, &j, nth);
+    par_run(r, so, n_items, align, body, parallel, false);
 }
 
 #define IN0(e, so) ((e)->val[(so)->op->in[0]])
@@ -573,10 +560,7 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_ROPE: par_for(r, so, n, 1, rope_body, big); break;
     case RT_CPU_KV_WRITE: par_for(r, so, n, 1, kv_write_body, big); break;
     case RT_CPU_ATTENTION: /* a token's heads a unit, tokens dealt in turn (a causal prompt's later ones cost more) */
-        if (n > 1)
-            par_for_strided(r, so, (int64_t)n * e->cs->n_heads, e->cs->n_heads, attention_body);
-        else
-            par_for(r, so, e->cs->n_heads, 1, attention_body, true);
+        par_run(r, so, (int64_t)n * e->cs->n_heads, n > 1 ? e->cs->n_heads : 1, attention_body, true, n > 1);
         break;
     case RT_CPU_ADD: par_for(r, so, n_el, 4096, add_body, n_el >= 65536); break;
     case RT_CPU_ACT_MUL: par_for(r, so, n_el, 4096, act_body, n_el >= 65536); break;
