@@ -26,8 +26,9 @@
  *   - different texts differ: their distance is over 100 times the CPU-vs-Vulkan distance of
  *     one text (the noise of the backends);
  *   - the default pooling is the file's pooling_type (cls, last followed; none refused);
- *   - the embedding oracle: a random all-MiniLM-L6-v2-shape file against mainline llama.cpp's
- *     llama-embedding on three texts, both backends (tests/data/oracle-embd/);
+ *   - the embedding oracle: every case of tests/data/oracle-embd/ (all-MiniLM-L6-v2,
+ *     bge-base-en-v1.5) against mainline llama.cpp's llama-embedding on three texts, both
+ *     backends;
  *   - bad arguments are errors, not crashes; after an embedding the last logits are gone and
  *     decoding works as before.
  */
@@ -40,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -431,28 +433,34 @@ static void test_model_pooling(void **st)
 
 /* ---- the embedding oracle: tests/data/oracle-embd/<case>/ (tools/oracle/make_embd_case.sh) ---- */
 
-#define EMBD_CASE "tests/data/oracle-embd/all-minilm-l6-v2-2layer"
+#define EMBD_DIR "tests/data/oracle-embd"
 #define EMBD_MAX_PROMPTS 8
+#define EMBD_MAX_CASES 16
 
 typedef struct {
-    long layers, vocab, seed, ctx, bytes;
+    char dir[300];
+    long layers, vocab, seed, ctx, bytes, pooling; /* pooling: mkmodel's --pooling, 0: its default */
     char sha256[65], yaml[160];
-    int n_tok[EMBD_MAX_PROMPTS], n_prompts;
+    int n_tok[EMBD_MAX_PROMPTS], n_prompts, width;
     char prompt[EMBD_MAX_PROMPTS][512];
-    float *want; /* [n_prompts][384] */
+    float *want; /* [n_prompts][width] */
 } embd_case;
 
-static void read_embd_case(embd_case *c)
+/* dir/case.txt, prompts.txt and embeddings.txt (width: the values of its first line). */
+static void read_embd_case(const char *dir, embd_case *c)
 {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(EMBD_CASE "/case.txt", "r");
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    char path[400];
+    snprintf(path, sizeof path, "%s/case.txt", dir);
+    FILE *f = fopen(path, "r");
     assert_non_null(f);
     char line[1024], key[64], val[900];
     while (fgets(line, sizeof line, f))
         if (line[0] != '#' && sscanf(line, "%63s = %899[^\n]", key, val) == 2) {
             long *num = !strcmp(key, "layers") ? &c->layers : !strcmp(key, "vocab") ? &c->vocab
                         : !strcmp(key, "seed") ? &c->seed : !strcmp(key, "ctx") ? &c->ctx
-                        : !strcmp(key, "gguf_bytes") ? &c->bytes : NULL;
+                        : !strcmp(key, "gguf_bytes") ? &c->bytes : !strcmp(key, "pooling") ? &c->pooling : NULL;
             if (num)
                 *num = atol(val);
             if (!strcmp(key, "gguf_sha256"))
@@ -468,17 +476,29 @@ static void read_embd_case(embd_case *c)
         }
     fclose(f);
     assert_true(c->layers > 0 && c->vocab > 0 && c->ctx > 0 && c->bytes > 0 && strlen(c->sha256) == 64 && c->n_prompts);
-    f = fopen(EMBD_CASE "/prompts.txt", "r");
+    snprintf(path, sizeof path, "%s/prompts.txt", dir);
+    f = fopen(path, "r");
     assert_non_null(f);
     for (int i = 0; i < c->n_prompts; i++) {
         assert_non_null(fgets(c->prompt[i], sizeof c->prompt[i], f));
         c->prompt[i][strcspn(c->prompt[i], "\n")] = 0;
     }
     fclose(f);
-    f = fopen(EMBD_CASE "/embeddings.txt", "r");
+    snprintf(path, sizeof path, "%s/embeddings.txt", dir);
+    f = fopen(path, "r");
     assert_non_null(f);
-    c->want = malloc(sizeof(float) * 384 * (size_t)c->n_prompts);
-    for (int i = 0; i < 384 * c->n_prompts; i++)
+    static char first[1 << 16];
+    assert_non_null(fgets(first, sizeof first, f));
+    for (char *p = first, *e;; p = e) {
+        strtof(p, &e);
+        if (e == p)
+            break;
+        c->width++;
+    }
+    assert_true(c->width > 0);
+    rewind(f);
+    c->want = malloc(sizeof(float) * (size_t)c->width * (size_t)c->n_prompts);
+    for (int i = 0; i < c->width * c->n_prompts; i++)
         assert_int_equal(fscanf(f, "%f", &c->want[i]), 1);
     fclose(f);
 }
@@ -517,13 +537,14 @@ static void check_embd_packed(ternion_context *ctx, ternion_model *m, const embd
             ids[i + 2] = NULL;
         }
     }
-    float *all = malloc(sizeof(float) * 384 * N_IN), one[384];
+    const int W = c->width;
+    float *all = malloc(sizeof(float) * (size_t)W * N_IN), *one = malloc(sizeof(float) * (size_t)W);
     if (ternion_embed_batch(ctx, NULL, (const int32_t *const *)ids, lens, n_in, all))
         fail_msg("%s", ternion_context_error(ctx));
     for (int i = 0; i < n_in; i++) {
         if (i >= n_texts && ternion_embed(ctx, NULL, ids[i], lens[i], one))
             fail_msg("%s", ternion_context_error(ctx));
-        if (memcmp(i < n_texts ? alone + (size_t)i * 384 : one, all + (size_t)i * 384, sizeof(float) * 384))
+        if (memcmp(i < n_texts ? alone + (size_t)i * W : one, all + (size_t)i * W, sizeof(float) * (size_t)W))
             fail_msg("%s: input %d (%d tokens) packed differs from alone", what, i, lens[i]);
     }
     /* hostile: an input longer than the budget (an encoder takes each input whole), an empty one */
@@ -539,6 +560,7 @@ static void check_embd_packed(ternion_context *ctx, ternion_model *m, const embd
     for (int i = 0; i < N_IN; i++)
         free(ids[i]);
     free(all);
+    free(one);
 }
 
 /* The rule: both engines compute the same float operations but for the order of their sums,
@@ -562,22 +584,24 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
         }
         fail_msg("context: %s", ternion_last_error());
     }
-    float *vecs = malloc(sizeof(float) * 384 * (size_t)c->n_prompts);
+    const int W = c->width;
+    float *vecs = malloc(sizeof(float) * (size_t)W * (size_t)c->n_prompts);
     for (int i = 0; i < c->n_prompts; i++) {
         int32_t n = 0;
-        float *v = vecs + (size_t)i * 384;
+        float *v = vecs + (size_t)i * W;
         if (ternion_embed_text(ctx, NULL, c->prompt[i], strlen(c->prompt[i]), v, &n))
             fail_msg("%s", ternion_context_error(ctx));
         assert_int_equal(n, c->n_tok[i]); /* the WordPiece tokens llama.cpp made ([CLS] ... [SEP]) */
-        const float *w = c->want + (size_t)i * 384;
+        const float *w = c->want + (size_t)i * W;
         double dot = 0, na = 0, nb = 0, md = 0;
-        for (int k = 0; k < 384; k++) {
+        for (int k = 0; k < W; k++) {
             dot += (double)v[k] * w[k], na += (double)v[k] * v[k], nb += (double)w[k] * w[k];
             md = fabs((double)v[k] - w[k]) > md ? fabs((double)v[k] - w[k]) : md;
         }
         const double cosv = dot / sqrt(na * nb);
-        printf("embedding oracle %s, prompt %d (%d tokens): 1 - cosine %.3g (bound 1e-4), max |d| %.3g (bound %.3g)\n",
-               backend == TERNION_BACKEND_CPU ? "CPU backend" : "Vulkan", i, n, 1 - cosv, md, 1.0 / 2048);
+        printf("embedding oracle %s, %s, prompt %d (%d tokens): 1 - cosine %.3g (bound 1e-4), max |d| %.3g (bound %.3g)\n",
+               strrchr(c->dir, '/') + 1, backend == TERNION_BACKEND_CPU ? "CPU backend" : "Vulkan", i, n, 1 - cosv, md,
+               1.0 / 2048);
         assert_true(cosv >= 0.9999);
         assert_true(md <= 1.0 / 2048);
     }
@@ -588,39 +612,61 @@ static void check_embd_backend(ternion_model *m, const embd_case *c, int backend
     ternion_context_free(ctx);
 }
 
-/* A random-weight models/all-minilm-l6-v2.yaml file (2 layers at the real widths, a WordPiece
- * vocabulary of 1000, 512 positions, mean pooling) against mainline llama.cpp's llama-embedding
- * on the same texts, through ternion_embed_text with the defaults (the file's pooling, L2). */
+/* Every case of tests/data/oracle-embd/ (tools/oracle/make_embd_case.sh): a random-weight file of
+ * its encoder description (the real widths, few layers, a WordPiece vocabulary of 1000, 512
+ * positions; all-minilm-l6-v2: mean pooling, bge-base-en-v1.5: the [CLS] row) against mainline
+ * llama.cpp's llama-embedding on the same texts, through ternion_embed_text with the defaults
+ * (the file's pooling, L2), on the CPU backend and on Vulkan, then the packed inputs. */
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 static void test_oracle_bert(void **st)
 {
     (void)st;
     const char *bd = getenv("TERNION_BUILD") && *getenv("TERNION_BUILD") ? getenv("TERNION_BUILD") : "build";
-    char cmd[700], path[300], hex[65];
+    char cmd[900], path[300], hex[65];
     snprintf(cmd, sizeof cmd, "%s/tools/mkmodel", bd);
     if (!exists(cmd)) {
         printf("skip: %s not built\n", cmd);
         skip();
     }
-    embd_case c;
-    read_embd_case(&c);
-    snprintf(path, sizeof path, "%s/test-embed-oracle-bert.gguf", bd);
-    snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers %ld --vocab %ld --seed %ld --ctx %ld --tok bert >/dev/null 2>&1",
-             bd, c.yaml, path, c.layers, c.vocab, c.seed, c.ctx);
-    assert_int_equal(system(cmd), 0);
-    uint64_t bytes = 0;
-    assert_int_equal(sha256_file(path, hex, &bytes), 0);
-    if (strcmp(hex, c.sha256) || bytes != (uint64_t)c.bytes)
-        fail_msg("%s: mkmodel writes another file now (sha256 %s) than the reference saw (%s): make the case again "
-                 "(tools/oracle/make_embd_case.sh)", EMBD_CASE, hex, c.sha256);
-    ternion_model *m = NULL;
-    if (ternion_model_load(path, NULL, &m))
-        fail_msg("%s", ternion_last_error());
-    assert_int_equal(ternion_model_n_embd(m), 384);
-    check_embd_backend(m, &c, TERNION_BACKEND_CPU);
-    check_embd_backend(m, &c, TERNION_BACKEND_VULKAN);
-    ternion_model_free(m);
-    free(c.want);
-    remove(path);
+    char *names[EMBD_MAX_CASES];
+    int n_cases = 0;
+    DIR *dir = opendir(EMBD_DIR);
+    assert_non_null(dir);
+    for (struct dirent *de; (de = readdir(dir)) && n_cases < EMBD_MAX_CASES;)
+        if (de->d_name[0] != '.')
+            names[n_cases++] = strdup(de->d_name);
+    closedir(dir);
+    qsort(names, (size_t)n_cases, sizeof names[0], cmp_names);
+    assert_true(n_cases >= 2); /* all-MiniLM-L6-v2 and bge-base-en-v1.5 */
+    for (int k = 0; k < n_cases; k++) {
+        embd_case c;
+        char cdir[300];
+        snprintf(cdir, sizeof cdir, "%s/%s", EMBD_DIR, names[k]);
+        read_embd_case(cdir, &c);
+        snprintf(path, sizeof path, "%s/test-embed-oracle-bert.gguf", bd);
+        char pool[32] = "";
+        if (c.pooling)
+            snprintf(pool, sizeof pool, " --pooling %ld", c.pooling);
+        snprintf(cmd, sizeof cmd, "%s/tools/mkmodel %s -o %s --layers %ld --vocab %ld --seed %ld --ctx %ld --tok bert%s "
+                 ">/dev/null 2>&1", bd, c.yaml, path, c.layers, c.vocab, c.seed, c.ctx, pool);
+        assert_int_equal(system(cmd), 0);
+        uint64_t bytes = 0;
+        assert_int_equal(sha256_file(path, hex, &bytes), 0);
+        if (strcmp(hex, c.sha256) || bytes != (uint64_t)c.bytes)
+            fail_msg("%s: mkmodel writes another file now (sha256 %s) than the reference saw (%s): make the case again "
+                     "(tools/oracle/make_embd_case.sh)", cdir, hex, c.sha256);
+        ternion_model *m = NULL;
+        if (ternion_model_load(path, NULL, &m))
+            fail_msg("%s", ternion_last_error());
+        assert_int_equal(ternion_model_n_embd(m), c.width);
+        check_embd_backend(m, &c, TERNION_BACKEND_CPU);
+        check_embd_backend(m, &c, TERNION_BACKEND_VULKAN);
+        ternion_model_free(m);
+        free(c.want);
+        remove(path);
+        free(names[k]);
+    }
 }
 
 static void test_texts_and_backends(void **st)

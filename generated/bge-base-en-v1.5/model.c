@@ -349,7 +349,7 @@ static const rt_cpu_op cpu_ops[] = {
 
 static const char manifest[] =
     "model bge-base-en-v1.5\n"
-    "source models/bge-base-en-v1.5.yaml fnv64:89a4e9e80a20e9a5\n"
+    "source models/bge-base-en-v1.5.yaml fnv64:b4a3bb88fa35b817\n"
     "base models/all-minilm-l6-v2.yaml fnv64:d6c36b0f0b823995\n"
     "fusion on\n"
     "kernels 22\n"

@@ -9,17 +9,19 @@
 #
 # NAME: the case folder; YAML: the model description; LAYERS VOCAB SEED: mkmodel's arguments
 # (ctx 512); LLAMA_EMBEDDING: the reference's built llama-embedding; REFERENCE: one line naming
-# it and its commit; PROMPTS: a text file, one prompt a line. B: the build dir (default build).
+# it and its commit; PROMPTS: a text file, one prompt a line. B: the build dir (default build);
+# POOLING: mkmodel's --pooling (the file's pooling_type: 1 mean, 2 CLS; default: mkmodel's mean).
 # Never run by make test.
 set -eu
 [ $# -ge 8 ] || { sed -n '2,14p' "$0"; exit 2; }
 NAME=$1 YAML=$2 LAYERS=$3 VOCAB=$4 SEED=$5 REF=$6 REFERENCE=$7 PROMPTS=$8
-B=${B:-build} CTX=512
+B=${B:-build} CTX=512 POOLING=${POOLING:-}
 OUT=tests/data/oracle-embd/$NAME
 [ -x "$B/tools/mkmodel" ] || { echo "make_embd_case.sh: $B/tools/mkmodel not built (make B=$B)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-"$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" --tok bert
+"$B/tools/mkmodel" "$YAML" -o "$tmp/model.gguf" --layers "$LAYERS" --vocab "$VOCAB" --seed "$SEED" --ctx "$CTX" --tok bert \
+    ${POOLING:+--pooling "$POOLING"}
 # the reference's stdout sometimes ends early (its JSON cut short, exit status 0): run it again
 # until the JSON is whole (complete runs are identical)
 n_prompts=$(wc -l <"$PROMPTS")
@@ -45,7 +47,8 @@ yaml = $YAML
 layers = $LAYERS
 vocab = $VOCAB
 seed = $SEED
-ctx = $CTX
+ctx = $CTX${POOLING:+
+pooling = $POOLING}
 gguf_bytes = $BYTES
 gguf_sha256 = $SHA
 reference = $REFERENCE
