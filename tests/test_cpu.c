@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_bf16.h"
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
@@ -115,11 +116,14 @@ static uint8_t *random_ternary(uint32_t type, int K, int M, float scale)
     return blob;
 }
 
+/* Every ISA level this CPU runs, and for I2_S at n >= CPU_AMX_MIN_TOKENS also the AMX tiles
+ * (variant CPU_ISA_COUNT: the AVX-512 level's codes in cpu_amx_pack's layout). */
 static void check_matmul(uint32_t type, int K, int M, int n)
 {
     uint8_t *w = random_ternary(type, K, M, 0.37f);
     float *x = malloc(sizeof(float) * K * n), *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
-    int8_t *q = malloc((size_t)K * n), *qp = malloc((size_t)K * n);
+    const size_t amx_bytes = cpu_amx_pack_bytes(K, n);
+    int8_t *q = malloc((size_t)K * n), *qp = malloc(amx_bytes > (size_t)K * n ? amx_bytes : (size_t)K * n);
     float *s = malloc(sizeof(float) * n);
     int32_t *qs = malloc(sizeof(int32_t) * n);
     void *scratch = malloc(cpu_codec_scratch(K));
@@ -128,13 +132,18 @@ static void check_matmul(uint32_t type, int K, int M, int n)
     const cpu_codec *cc = cpu_codec_find(type);
     assert_non_null(cc);
     assert_non_null(cc->matmul);
-    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
-        if (!cpu_isa_runs((cpu_isa)isa))
+    for (int v = 0; v <= CPU_ISA_COUNT; v++) {
+        const bool amx = v == CPU_ISA_COUNT;
+        const int isa = amx ? CPU_ISA_AVX512 : v;
+        if (amx ? !(type == FMT_I2_S && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
             continue;
         for (int t = 0; t < n; t++)
             s[t] = cpu_act_quant((cpu_isa)isa, x + (size_t)t * K, K, q + (size_t)t * K, &qs[t]);
-        cpu_i2s_pack((cpu_isa)isa, q, K, n, qp);
-        cpu_qact a = {K, n, q, qp, s, qs, NULL};
+        if (amx)
+            cpu_amx_pack(q, K, n, qp);
+        else
+            cpu_i2s_pack((cpu_isa)isa, q, K, n, qp);
+        cpu_qact a = {K, n, q, qp, s, qs, NULL, amx};
         const cpu_weight cw = {w, type, K, M};
         for (int i = 0; i < M * n; i++)
             y[i] = NAN;
@@ -148,8 +157,8 @@ static void check_matmul(uint32_t type, int K, int M, int n)
             ref_bitlinear_tq((int)type, w, K, M, q, s, n, yr, NULL);
         for (int i = 0; i < M * n; i++)
             if (!(y[i] == yr[i]))
-                fail_msg("%s K %d M %d n %d isa %s: y[%d] = %g, reference %g", fmt_type_name(type), K, M, n,
-                         cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+                fail_msg("%s K %d M %d n %d isa %s%s: y[%d] = %g, reference %g", fmt_type_name(type), K, M, n,
+                         cpu_isa_name((cpu_isa)isa), amx ? " (AMX tiles)" : "", i, y[i], yr[i]);
     }
     free(w);
     free(x);
@@ -277,6 +286,14 @@ static void test_i2s(void **st)
             for (size_t c = 0; c < 11; c++)
                 if ((size_t)ks[a] * ms[b] * ns[c] < 3000000)
                     check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
+    /* the AMX tiles' sizes (cpu_amx.c: 32 rows x 32 tokens a pass, codes in chunks of 64): one
+     * block (its fields in order), pairs and an odd block, row ranges and token counts off 16 and
+     * 32, a prompt-sized step */
+    const int amx[][3] = {{128, 3, 16}, {384, 37, 17}, {640, 70, 33}, {640, 33, 47}, {2560, 70, 16}, {1152, 97, 64}};
+    if (!cpu_amx_ready())
+        printf("no AMX on this CPU (or not granted by the kernel): the tile product is not run\n");
+    for (size_t i = 0; i < sizeof amx / sizeof amx[0]; i++)
+        check_matmul(FMT_I2_S, amx[i][0], amx[i][1], amx[i][2]);
 }
 
 /* TQ1_0 / TQ2_0 through the tiled kernels of cpu_tq.c (four rows a pass, tokens 2 (AVX2) or 4
@@ -1182,7 +1199,8 @@ static bool tuner_runs(void)
 /* Every candidate kernel of every tuned op gives the same bits: bitnet-kjv's prompt and decode
  * logits as tuned equal those with each op (ternary products, head, attention) forced to each
  * level (TERNION_CPU_KERNELS; the ternary products at the scalar level too), bit for bit,
- * whatever the timing chose. */
+ * whatever the timing chose; on a CPU with AMX, the AVX-512 level once with the prompt's tiles
+ * (9 tokens) and once without (TERNION_CPU_AMX=0). */
 static void test_tuned_kernels(void **st)
 {
     (void)st;
@@ -1192,9 +1210,16 @@ static void test_tuned_kernels(void **st)
     int vocab = 0;
     tmp_cache tc;
     tmp_cache_enter(&tc);
-    for (int l = -1; l < CPU_ISA_COUNT; l++) { /* -1: as tuned */
-        if (l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
+    for (int l = -1; l <= CPU_ISA_COUNT; l++) { /* -1: as tuned; CPU_ISA_COUNT: AVX-512 without AMX */
+        const bool no_amx = l == CPU_ISA_COUNT;
+        if (no_amx && !(cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512)))
             continue;
+        if (!no_amx && l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
+            continue;
+        if (no_amx) {
+            l = CPU_ISA_AVX512;
+            setenv("TERNION_CPU_AMX", "0", 1);
+        }
         char ks[96];
         const char *n = cpu_isa_name((cpu_isa)l);
         snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s,attention=%s", n,
@@ -1209,6 +1234,8 @@ static void test_tuned_kernels(void **st)
         print_message("TERNION_CPU_KERNELS=%s: %s\n  %s\n", l < 0 ? "(unset)" : ks, dd.name, v);
         if (l >= 0)
             assert_non_null(strstr(v, "decode=" ) && strstr(v, "/forced") ? v : NULL);
+        if (l == CPU_ISA_AVX512) /* the description names the tiles exactly when they run */
+            assert_true(!strstr(dd.name, "AMX tiles for prompts") == (no_amx || !cpu_amx_ready()));
         vocab = rt_engine_vocab(e);
         float *got[2] = {malloc(sizeof(float) * 9 * (size_t)vocab), malloc(sizeof(float) * (size_t)vocab)};
         char err[RT_ERR_LEN] = "";
@@ -1224,6 +1251,10 @@ static void test_tuned_kernels(void **st)
                 assert_memory_equal(got[k], want[k], sizeof(float) * (size_t)(k ? 1 : 9) * (size_t)vocab);
                 free(got[k]);
             }
+        }
+        if (no_amx) {
+            unsetenv("TERNION_CPU_AMX");
+            l = CPU_ISA_COUNT;
         }
     }
     unsetenv("TERNION_CPU_KERNELS");

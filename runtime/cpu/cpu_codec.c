@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_bf16.h"
 #include "cpu/cpu_tq.h"
 #include "cpu/cpu_vec.h"
@@ -20,11 +21,13 @@
 static void i2s_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
                        int64_t ldy, void *scratch)
 {
-    (void)scratch;
     float ws;
     memcpy(&ws, w->data + w->ne0 * w->ne1 / 4, sizeof ws); /* the tensor scale after the codes */
     int32_t *sums = (int32_t *)y; /* the sums land where their floats go, then convert in place */
-    cpu_i2s_sums(isa, w->data, r0, r1, a, sums, ldy);
+    if (a->amx)
+        cpu_amx_i2s_sums(w->data, r0, r1, a, sums, ldy, scratch);
+    else
+        cpu_i2s_sums(isa, w->data, r0, r1, a, sums, ldy);
     for (int t = 0; t < a->n; t++)
         for (int64_t r = r0; r < r1; r++)
             y[t * ldy + r] = (float)sums[t * ldy + r] / a->s[t] * ws; /* the reference's order */
@@ -279,9 +282,10 @@ const cpu_codec *cpu_codec_find(uint32_t type)
 
 size_t cpu_codec_scratch(int64_t ne0)
 {
-    /* 4 rows as floats: the F16 product's converted rows (cpu_dot_f16_rows) */
-    const size_t rows = 4 * (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0);
-    return rows > tq ? rows : tq;
+    /* 4 rows as floats: the F16 product's converted rows (cpu_dot_f16_rows); AMX's unpacked rows */
+    const size_t rows = 4 * (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0), amx = cpu_amx_scratch((int)ne0);
+    const size_t m = rows > tq ? rows : tq;
+    return m > amx ? m : amx;
 }
 
 void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
@@ -234,7 +235,8 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     }
     const size_t nk = (size_t)e->n_batch * (e->max_k ? e->max_k : 1);
     e->q = malloc(nk);
-    e->qp = malloc(nk);
+    const size_t nk_amx = cpu_amx_pack_bytes(e->max_k, e->n_batch); /* tokens padded to 32 */
+    e->qp = malloc(nk > nk_amx ? nk : nk_amx);
     e->qs = malloc(sizeof(float) * e->n_batch);
     e->qsum = malloc(sizeof(int32_t) * e->n_batch);
     e->qbs = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_k / 256 + 1));
@@ -408,6 +410,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             cpu_engine_close(e);
             return -1;
         }
+    const char *amx_env = getenv("TERNION_CPU_AMX");
+    e->amx = cpu_amx_ready() && !(amx_env && !strcmp(amx_env, "0"));
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else
@@ -676,8 +680,9 @@ void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
     char picks[240];
     describe_picks(e, picks, sizeof picks);
-    snprintf(out, n, "CPU (native backend, %s kernels%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), picks,
-             e->n_threads, e->n_threads_batch);
+    snprintf(out, n, "CPU (native backend, %s kernels%s%s, %d threads, %d for prompts)", cpu_isa_name(e->isa),
+             cpu_engine_amx_step(e, e->pick[CPU_OP_PROMPT].isa, CPU_AMX_MIN_TOKENS) ? ", AMX tiles for prompts" : "",
+             picks, e->n_threads, e->n_threads_batch);
 }
 
 int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n)

@@ -5,6 +5,7 @@
 #ifndef CPU_ENGINE_PRIV_H
 #define CPU_ENGINE_PRIV_H
 
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_engine.h"
 #include "cpu/cpu_moe.h"
@@ -37,6 +38,7 @@ struct cpu_engine {
     cpu_pick pick[CPU_OP_COUNT];   /* the level each tuned op runs (cpu_tune.h): the ternary
                                       products of one-token steps and prompts, the LM head over a
                                       float table; every candidate gives the same bits */
+    bool amx;                 /* prompt steps at the AVX-512 level run I2_S products on AMX tiles */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;
@@ -188,6 +190,14 @@ static inline cpu_moe cpu_engine_moe(const cpu_engine *e, const cpu_step_op *so,
                      .act = so->act, .act_p = {e->cs->moe_act_param}, .dim = (int)r->ne0, .eff = (int)cpu_w(e, x[2], L)->ne0,
                      .n_expert = (int)e->cs->n_expert, .k = (int)e->cs->n_expert_used,
                      .sigmoid = op->param[0] == 1.0f, .norm = op->param[1] != 0.0f};
+}
+
+/* A step of n tokens whose I2_S products run at level isa uses the AMX tiles (cpu_amx.h): the
+ * engine may (e->amx: the CPU has them, TERNION_CPU_AMX is not 0), the level is AVX-512 (the
+ * prompt op's tuned or forced level) and the step has at least CPU_AMX_MIN_TOKENS tokens. */
+static inline bool cpu_engine_amx_step(const cpu_engine *e, cpu_isa isa, int n)
+{
+    return e->amx && isa == CPU_ISA_AVX512 && n >= CPU_AMX_MIN_TOKENS;
 }
 
 #endif

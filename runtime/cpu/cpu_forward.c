@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
@@ -34,6 +35,7 @@ typedef struct {
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     bool qpacked;          /* ... and e->qp holds them in the I2_S kernels' layout (cpu_i2s_pack) */
+    bool amx;              /* ... that of the AMX tiles (cpu_amx_pack; a prompt step at AVX-512) */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
     char *err;             /* an op that fails (the expert cache's reads) says why here ... */
@@ -155,7 +157,7 @@ static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     return (cpu_qact){.K = WIDTH(e, so->op->in[0]), .n = r->s->n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
-                      .bs = r->q8k ? e->qbs : NULL};
+                      .bs = r->q8k ? e->qbs : NULL, .amx = r->amx};
 }
 
 static void matmul_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -507,7 +509,10 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
         r->qpacked = false;
     }
     if (so->codec->type == FMT_I2_S && !r->qpacked) { /* only I2_S reads the packed copy (one thread) */
-        cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
+        if (r->amx)
+            cpu_amx_pack(e->q, K, n, e->qp);
+        else
+            cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
         r->qpacked = true;
     }
     if (so->sparse_gate && e->sparse && n == 1) {
@@ -594,6 +599,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
         }
     cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1,
                  .err = err};
+    r.amx = cpu_engine_amx_step(e, r.isa_mm, step->n);
     if (e->xc)
         cpu_xcache_count_tokens(e->xc, step->n);
     step->ffn_sparse = false;

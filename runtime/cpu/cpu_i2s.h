@@ -13,6 +13,7 @@
 #ifndef CPU_I2S_H
 #define CPU_I2S_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cpu/cpu_isa.h"
@@ -27,6 +28,8 @@ typedef struct {
     const float *bs;      /* [n][K / 256] the codes' scales per block of 256 (x = code * bs) when
                            * quantized as llama.cpp's Q8_K (cpu_act_quant_q8k; s, qsum unused),
                            * else NULL */
+    bool amx;             /* qp is in cpu_amx_pack's layout and the I2_S products run on AMX tiles
+                           * (cpu_amx.h): a prompt step at the AVX-512 level on a CPU with AMX */
 } cpu_qact;
 
 /* Quantizes one token's x[K] into q[K]; returns the scale s, *out_sum = sum of the codes.

@@ -1,0 +1,49 @@
+/* cpu_amx.h - Intel AMX tiles for the I2_S products of prompts.
+ *
+ * Owns: whether this process may run AMX tile instructions (CPUID's AMX-TILE and AMX-INT8, and
+ * Linux's permission for the tile data state, asked once per process), the activation layout
+ * the tile product reads (cpu_amx_pack), and the I2_S product over tiles (cpu_amx_i2s_sums).
+ *
+ * One tile instruction (tdpbusd) multiplies 16 rows x 64 unsigned bytes by 64 x 16 signed
+ * bytes into 16 x 16 int32 sums: 16,384 products, against 64 for one AVX-512 vpdpbusd. The
+ * weights' 2-bit codes (0..2, unsigned) are unpacked into tiles of 16 rows x 64 codes, once
+ * per 32 rows for all the step's tokens; the int8 activation codes are the signed side, packed
+ * once per step. The sums are exact int32, the same integers as every other I2_S kernel, so
+ * the results are the same bits (cpu_i2s.h).
+ *
+ * Order of k: any permutation of the 64 k of a tile applied to both sides gives the same sum,
+ * so a tile's 64 k are those one 64-byte load of I2_S weights yields for one 2-bit field: pair
+ * p (blocks 2p, 2p + 1), field f holds weights f * 32 .. f * 32 + 31 of block 2p, then of
+ * block 2p + 1 (the AVX-512 kernels' order, cpu_i2s.c); an odd last block's 128 weights are
+ * in order (fields 0, 1 then 2, 3). Chunk c of a row is those 64 k.
+ */
+#ifndef CPU_AMX_H
+#define CPU_AMX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/cpu_i2s.h"
+
+/* Steps of fewer tokens keep the AVX-512 kernels (measured: docs/performance.md). */
+#define CPU_AMX_MIN_TOKENS 8
+
+/* This CPU has AMX-INT8 and the kernel granted this process the tile state (asked once, on the
+ * first call; thread-safe). False off x86-64 Linux. */
+bool cpu_amx_ready(void);
+
+/* Bytes of the packed activations of n tokens of K codes: tokens padded to 32 (zeros). */
+size_t cpu_amx_pack_bytes(int K, int n);
+/* q [n][K] (K % 128 == 0) into the tile layout: for each group of 16 tokens g and chunk c, the
+ * 1 KiB tile B with B[i][4 t + j] = code of token 16 g + t at k = 4 i + j of chunk c, groups
+ * of 16 tokens one after another, n padded to 32 tokens with zero codes. */
+void cpu_amx_pack(const int8_t *q, int K, int n, int8_t *out);
+/* Bytes of scratch cpu_amx_i2s_sums needs for rows of K weights (64-byte aligned). */
+size_t cpu_amx_scratch(int K);
+/* As cpu_i2s_sums (out[t * ld + r] for r0 <= r < r1 and every token of a), a->qp in the
+ * layout of cpu_amx_pack. Only when cpu_amx_ready(). */
+void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld,
+                      void *scratch);
+
+#endif
