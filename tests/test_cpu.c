@@ -116,8 +116,8 @@ static uint8_t *random_ternary(uint32_t type, int K, int M, float scale)
     return blob;
 }
 
-/* Every ISA level this CPU runs, and for I2_S at n >= CPU_AMX_MIN_TOKENS also the AMX tiles
- * (variant CPU_ISA_COUNT: the AVX-512 level's codes in cpu_amx_pack's layout). */
+/* Every ISA level this CPU runs, and for I2_S, TQ1_0, TQ2_0 at n >= CPU_AMX_MIN_TOKENS also the
+ * AMX tiles (variant CPU_ISA_COUNT: the AVX-512 level's codes in cpu_amx_pack's layout). */
 static void check_matmul(uint32_t type, int K, int M, int n)
 {
     uint8_t *w = random_ternary(type, K, M, 0.37f);
@@ -135,14 +135,12 @@ static void check_matmul(uint32_t type, int K, int M, int n)
     for (int v = 0; v <= CPU_ISA_COUNT; v++) {
         const bool amx = v == CPU_ISA_COUNT;
         const int isa = amx ? CPU_ISA_AVX512 : v;
-        if (amx ? !(type == FMT_I2_S && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
+        const cpu_qp_layout layout = cpu_codec_qp_layout(type, amx);
+        if (amx ? !(layout >= CPU_QP_AMX_I2S && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
             continue;
         for (int t = 0; t < n; t++)
             s[t] = cpu_act_quant((cpu_isa)isa, x + (size_t)t * K, K, q + (size_t)t * K, &qs[t]);
-        if (amx)
-            cpu_amx_pack(q, K, n, qp);
-        else
-            cpu_i2s_pack((cpu_isa)isa, q, K, n, qp);
+        cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp);
         cpu_qact a = {K, n, q, qp, s, qs, NULL, amx};
         const cpu_weight cw = {w, type, K, M};
         for (int i = 0; i < M * n; i++)
@@ -318,7 +316,7 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
     }
     float *x = malloc(sizeof(float) * K * n), *y = malloc(sizeof(float) * M * n), *yr = malloc(sizeof(float) * M * n);
     float *s = malloc(sizeof(float) * n), *bs = malloc(sizeof(float) * n * nb);
-    int8_t *q = malloc((size_t)K * n);
+    int8_t *q = malloc((size_t)K * n), *qp = malloc(cpu_amx_pack_bytes(K, n));
     int32_t *qsum = malloc(sizeof(int32_t) * n);
     void *scratch = malloc(cpu_codec_scratch(K));
     for (int i = 0; i < K * n; i++)
@@ -335,21 +333,30 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
             ref_bitlinear_tq_q8k((int)type, w, K, M, q, bs, n, yr, NULL);
         else
             ref_bitlinear_tq((int)type, w, K, M, q, s, n, yr, NULL);
-        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
-            if (!cpu_isa_runs((cpu_isa)isa))
+        for (int v = 0; v <= CPU_ISA_COUNT; v++) { /* CPU_ISA_COUNT: the AMX tiles (cpu_amx.c) */
+            const bool amx = v == CPU_ISA_COUNT;
+            const int isa = amx ? CPU_ISA_AVX512 : v;
+            if (amx ? !(n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
                 continue;
+            cpu_qact av = a;
+            if (amx) {
+                cpu_codec_qp_pack(CPU_QP_AMX_TQ, CPU_ISA_AVX512, q, K, n, qp);
+                av.qp = qp;
+                av.amx = true;
+            }
             for (int i = 0; i < M * n; i++)
                 y[i] = NAN;
             const int64_t mid = M / 2 | 1;
-            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, 0, mid, &a, y, M, scratch);
-            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, mid, M, &a, y, M, scratch);
+            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, 0, mid, &av, y, M, scratch);
+            cpu_codec_find(type)->matmul((cpu_isa)isa, &cw, mid, M, &av, y, M, scratch);
             for (int i = 0; i < M * n; i++)
                 if (!(y[i] == yr[i]))
-                    fail_msg("%s K %d M %d n %d %s isa %s: y[%d] = %.9g, reference %.9g", fmt_type_name(type), K, M, n,
-                             q8k ? "q8_k" : "per token", cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+                    fail_msg("%s K %d M %d n %d %s isa %s%s: y[%d] = %.9g, reference %.9g", fmt_type_name(type), K, M,
+                             n, q8k ? "q8_k" : "per token", cpu_isa_name((cpu_isa)isa), amx ? " (AMX tiles)" : "", i,
+                             y[i], yr[i]);
         }
     }
-    free(w), free(x), free(y), free(yr), free(s), free(bs), free(q), free(qsum), free(scratch);
+    free(w), free(x), free(y), free(yr), free(s), free(bs), free(q), free(qp), free(qsum), free(scratch);
 }
 
 static void test_tq(void **st)
@@ -359,7 +366,8 @@ static void test_tq(void **st)
     check_matmul(FMT_TQ1_0, 768, 9, 3);
     check_matmul(FMT_TQ2_0, 512, 7, 2);
     check_matmul(FMT_TQ2_0, 1280, 3, 1);
-    const int shapes[][3] = {{768, 13, 7}, {256, 6, 65}, {1280, 3, 5}, {512, 1, 1}};
+    /* AMX (n >= 8): 32-row blocks, two blocks a segment, double sums for 64 tokens at a time */
+    const int shapes[][3] = {{768, 13, 7}, {256, 6, 65}, {1280, 3, 5}, {512, 1, 1}, {768, 37, 130}, {1280, 70, 16}};
     for (int ti = 0; ti < 2; ti++)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
             check_tq_tiles(ti ? FMT_TQ2_0 : FMT_TQ1_0, shapes[k][0], shapes[k][1], shapes[k][2]);

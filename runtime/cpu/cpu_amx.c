@@ -9,6 +9,9 @@
  */
 #include "cpu/cpu_amx.h"
 
+#include "cpu/cpu_tq.h"
+#include "format/fmt_codec.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -28,6 +31,7 @@
 #define TILE 1024 /* bytes of a tile of 16 x 64 */
 #define SEG 8     /* chunks unpacked at a time (16 KiB of codes: they stay in L1 for every token) */
 #define GROUP 256 /* tokens whose sums are carried from one segment to the next (32 KiB) */
+#define TQ_GROUP 64 /* TQ: tokens whose (row, token) double sums are held (16 KiB) */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool ready;
@@ -49,19 +53,26 @@ bool cpu_amx_ready(void)
     return ready;
 }
 
-size_t cpu_amx_pack_bytes(int K, int n) { return (size_t)(n + TOKS - 1) / TOKS * TOKS * (size_t)K; }
+static size_t padded(int n) { return (size_t)(n + TOKS - 1) / TOKS * TOKS; }
+
+size_t cpu_amx_pack_bytes(int K, int n) { return padded(n) * ((size_t)K + (size_t)K / 256 * sizeof(int32_t)); }
 
 size_t cpu_amx_scratch(int K)
 {
-    (void)K;
-    return (size_t)SEG * ROWS * CHUNK + (size_t)GROUP / TOKS * 4 * 16 * 16 * sizeof(int32_t);
+    const size_t i2s = (size_t)GROUP / TOKS * 4 * 16 * 16 * sizeof(int32_t); /* sums between segments */
+    const size_t tq = (size_t)ROWS * TQ_GROUP * sizeof(double)               /* (row, token) sums */
+                      + (size_t)(K / 256) * TQ_GROUP * sizeof(double)        /* the tokens' block scales */
+                      + (size_t)ROWS * (SEG / 4) * sizeof(double)             /* the rows' block scales */
+                      + 4 * 16 * 16 * sizeof(int32_t) + 256;                  /* a block's sums, a decoded block */
+    return (size_t)SEG * ROWS * CHUNK + (i2s > tq ? i2s : tq) + 64;
 }
 
 /* Where chunk c's k = 0..31 and k = 32..63 of a row of K start (offsets in element order):
- * pairs of blocks field by field, an odd last block in order (cpu_amx.h). */
-static inline void chunk_src(int K, int c, int *lo, int *hi)
+ * for I2_S pairs of blocks field by field, an odd last block in order (cpu_amx.h); else in
+ * order. */
+static inline void chunk_src(int K, int c, bool i2s, int *lo, int *hi)
 {
-    const int pairs = K / 256;
+    const int pairs = i2s ? K / 256 : 0;
     if (c < pairs * 4) {
         *lo = c / 4 * 256 + c % 4 * 32;
         *hi = *lo + 128;
@@ -71,12 +82,20 @@ static inline void chunk_src(int K, int c, int *lo, int *hi)
     }
 }
 
-void cpu_amx_pack(const int8_t *q, int K, int n, int8_t *out)
+void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out)
 {
-    const int nch = K / CHUNK, groups = (int)(cpu_amx_pack_bytes(K, n) / ((size_t)16 * K));
+    const int nch = K / CHUNK, groups = (int)(padded(n) / 16), nb = K / 256;
+    int32_t *bsum = (int32_t *)(out + padded(n) * (size_t)K); /* [nb][padded n] */
+    for (int b = 0; !i2s && b < nb; b++)
+        for (int t = 0; t < (int)padded(n); t++) {
+            int32_t s = 0;
+            for (int k = 0; t < n && k < 256; k++)
+                s += q[(size_t)t * K + b * 256 + k];
+            bsum[(size_t)b * padded(n) + t] = s;
+        }
     for (int c = 0; c < nch; c++) {
         int lo, hi;
-        chunk_src(K, c, &lo, &hi);
+        chunk_src(K, c, i2s, &lo, &hi);
         for (int g = 0; g < groups; g++) {
             int8_t *tile = out + ((size_t)g * nch + c) * TILE;
             for (int t = 0; t < 16; t++) {
@@ -97,7 +116,7 @@ void cpu_amx_pack(const int8_t *q, int K, int n, int8_t *out)
 }
 
 #if AMX_BUILD
-#define TARGET_AMX __attribute__((target("avx2,avx512f,avx512bw,amx-tile,amx-int8")))
+#define TARGET_AMX __attribute__((target("avx2,f16c,avx512f,avx512bw,amx-tile,amx-int8")))
 
 /* The 64-byte tile configuration: palette 1, eight tiles of 16 rows x 64 bytes. */
 typedef struct {
@@ -236,10 +255,128 @@ TARGET_AMX void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const
             }
     _tile_release();
 }
+
+/* TQ: blocks b0 .. b0 + nbs of rows r .. r + ROWS (those below r1; the rest zeros) into sc as
+ * unpack_rows lays them out, codes in element order, and the blocks' d into dw[ROWS][SEG / 4]. */
+TARGET_AMX static void decode_rows(const cpu_weight *w, const fmt_codec *fc, int64_t r, int64_t r1, int b0, int nbs,
+                                   uint8_t *sc, double *dw, uint8_t *blk)
+{
+    const int K = (int)w->ne0;
+    for (int i = 0; i < ROWS; i++)
+        for (int b = 0; b < nbs; b++) {
+            double d = 0;
+            if (r + i < r1) {
+                const uint8_t *src = w->data + fmt_row_offset(fc, K, r + i) + (size_t)(b0 + b) * fc->blk_bytes;
+                cpu_tq_decode(w->type, src, blk);
+                uint16_t h; /* the block's F16 d, its last 2 bytes */
+                memcpy(&h, src + fc->blk_bytes - 2, 2);
+                d = (double)_cvtsh_ss(h);
+            } else
+                memset(blk, 0, 256);
+            dw[i * (SEG / 4) + b] = d;
+            for (int cc = 0; cc < 4; cc++)
+                _mm512_storeu_si512(sc + ((size_t)(4 * b + cc) * ROWS + i) * CHUNK, _mm512_loadu_si512(blk + 64 * cc));
+        }
+}
+
+TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ldy,
+                                  void *scratch)
+{
+    const fmt_codec *fc = fmt_codec_find(w->type);
+    const int K = a->K, n = a->n, nch = K / CHUNK, nb = K / 256;
+    const size_t group = (size_t)nch * TILE, np = padded(n);
+    const int32_t *qs = (const int32_t *)(a->qp + np * (size_t)K); /* [nb][np] the tokens' block code sums */
+    uint8_t *sc = scratch;
+    double *acc = (double *)(sc + (size_t)SEG * ROWS * CHUNK); /* [ROWS][TQ_GROUP] */
+    double *bs = acc + ROWS * TQ_GROUP;                       /* [nb][TQ_GROUP] */
+    double *dw = bs + (size_t)nb * TQ_GROUP;                  /* [ROWS][SEG / 4] */
+    int32_t(*sums)[16][16] = (void *)(dw + ROWS * (SEG / 4));
+    uint8_t *blk = (uint8_t *)(sums + 4);
+    tile_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    for (int g0 = 0; g0 < n; g0 += TQ_GROUP) {
+        const int gn = n - g0 < TQ_GROUP ? n - g0 : TQ_GROUP;
+        for (int b = 0; b < nb; b++) /* the tokens' block scales (1 for per-token codes) */
+            for (int j = 0; j < TQ_GROUP; j++)
+                bs[b * TQ_GROUP + j] = a->bs && j < gn ? (double)a->bs[(size_t)(g0 + j) * nb + b] : 1.0;
+        for (int64_t r = r0; r < r1; r += ROWS) {
+            memset(acc, 0, sizeof(double) * ROWS * TQ_GROUP);
+            for (int b0 = 0; b0 < nb; b0 += SEG / 4) {
+                const int nbs = nb - b0 < SEG / 4 ? nb - b0 : SEG / 4;
+                decode_rows(w, fc, r, r1, b0, nbs, sc, dw, blk);
+                for (int t0 = g0; t0 < g0 + gn; t0 += TOKS) {
+                    const int8_t *q0 = a->qp + (size_t)(t0 / 16) * group, *q1 = q0 + group;
+                    const bool two = t0 + 16 < n;
+                    for (int b = 0; b < nbs; b++) {
+                        _tile_zero(0);
+                        _tile_zero(1);
+                        _tile_zero(2);
+                        _tile_zero(3);
+                        for (int cc = 0; cc < 4; cc++) {
+                            const int c = 4 * (b0 + b) + cc; /* the chunk in the row */
+                            const uint8_t *wc = sc + (size_t)(4 * b + cc) * ROWS * CHUNK;
+                            _tile_loadd(4, wc, 64);
+                            _tile_loadd(5, wc + TILE, 64);
+                            _tile_loadd(6, q0 + (size_t)c * TILE, 64);
+                            _tile_dpbusd(0, 4, 6);
+                            _tile_dpbusd(2, 5, 6);
+                            if (two) {
+                                _tile_loadd(7, q1 + (size_t)c * TILE, 64);
+                                _tile_dpbusd(1, 4, 7);
+                                _tile_dpbusd(3, 5, 7);
+                            }
+                        }
+                        _tile_stored(0, sums[0], 64);
+                        _tile_stored(1, sums[1], 64);
+                        _tile_stored(2, sums[2], 64);
+                        _tile_stored(3, sums[3], 64);
+                        /* per (row, token): sum += (block sum - code sum) * (d_w * d_x), exact
+                         * products (cpu_tq.h), added in block order */
+                        const int32_t *qb = qs + (size_t)(b0 + b) * np;
+                        for (int h = 0; h < 2; h++)
+                            for (int i = 0; i < 16 && r + 16 * h + i < r1; i++) {
+                                const int ri = 16 * h + i;
+                                const __m512d d = _mm512_set1_pd(dw[ri * (SEG / 4) + b]);
+                                for (int tt = 0; tt < 1 + two; tt++)
+                                    for (int v = 0; v < 2; v++) { /* tokens t0 + 16 tt + 8 v .. + 8 */
+                                        const int t = t0 + 16 * tt + 8 * v, j = t - g0;
+                                        const __m256i s = _mm256_sub_epi32(
+                                            _mm256_loadu_si256((const __m256i *)&sums[2 * h + tt][i][8 * v]),
+                                            _mm256_loadu_si256((const __m256i *)(qb + t)));
+                                        double *o = acc + (size_t)ri * TQ_GROUP + j;
+                                        const __m512d p = _mm512_mul_pd(
+                                            _mm512_cvtepi32_pd(s),
+                                            _mm512_mul_pd(d, _mm512_loadu_pd(bs + (size_t)(b0 + b) * TQ_GROUP + j)));
+                                        _mm512_storeu_pd(o, _mm512_add_pd(_mm512_loadu_pd(o), p));
+                                    }
+                            }
+                    }
+                }
+            }
+            for (int j = 0; j < gn; j++)
+                for (int i = 0; i < ROWS && r + i < r1; i++) {
+                    const double s = acc[(size_t)i * TQ_GROUP + j];
+                    y[(g0 + j) * ldy + r + i] = (float)(a->bs ? s : s / a->s[g0 + j]);
+                }
+        }
+    }
+    _tile_release();
+}
 #else
 void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld,
                       void *scratch)
 {
     (void)w, (void)r0, (void)r1, (void)a, (void)out, (void)ld, (void)scratch; /* never called: not ready */
+}
+void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ldy,
+                       void *scratch)
+{
+    (void)w, (void)r0, (void)r1, (void)a, (void)y, (void)ldy, (void)scratch; /* never called: not ready */
 }
 #endif

@@ -2,7 +2,9 @@
  *
  * Owns: whether this process may run AMX tile instructions (CPUID's AMX-TILE and AMX-INT8, and
  * Linux's permission for the tile data state, asked once per process), the activation layout
- * the tile product reads (cpu_amx_pack), and the I2_S product over tiles (cpu_amx_i2s_sums).
+ * the tile products read (cpu_amx_pack), and the I2_S and TQ1_0 / TQ2_0 products over tiles
+ * (TQ: each block of 256's int32 sums from the tiles, then scaled and added in double in block
+ * order, as cpu_tq.c does).
  *
  * One tile instruction (tdpbusd) multiplies 16 rows x 64 unsigned bytes by 64 x 16 signed
  * bytes into 16 x 16 int32 sums: 16,384 products, against 64 for one AVX-512 vpdpbusd. The
@@ -24,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
 
 /* Steps of fewer tokens keep the AVX-512 kernels (measured: docs/performance.md). */
@@ -37,13 +40,19 @@ bool cpu_amx_ready(void);
 size_t cpu_amx_pack_bytes(int K, int n);
 /* q [n][K] (K % 128 == 0) into the tile layout: for each group of 16 tokens g and chunk c, the
  * 1 KiB tile B with B[i][4 t + j] = code of token 16 g + t at k = 4 i + j of chunk c, groups
- * of 16 tokens one after another, n padded to 32 tokens with zero codes. */
-void cpu_amx_pack(const int8_t *q, int K, int n, int8_t *out);
+ * of 16 tokens one after another, n padded to 32 tokens with zero codes. i2s: the chunks in
+ * I2_S's order (above), else in element order, followed by each block of 256's code sums,
+ * [K / 256][n padded] int32 (TQ1_0 / TQ2_0, K % 256 == 0). */
+void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out);
 /* Bytes of scratch cpu_amx_i2s_sums needs for rows of K weights (64-byte aligned). */
 size_t cpu_amx_scratch(int K);
 /* As cpu_i2s_sums (out[t * ld + r] for r0 <= r < r1 and every token of a), a->qp in the
  * layout of cpu_amx_pack. Only when cpu_amx_ready(). */
 void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld,
                       void *scratch);
+/* As cpu_tq_matmul (TQ1_0 / TQ2_0, the same bits: cpu_tq.h's block sums, exact products, double
+ * additions in block order), a->qp packed in element order. Only when cpu_amx_ready(). */
+void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ldy,
+                       void *scratch);
 
 #endif

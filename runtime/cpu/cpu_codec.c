@@ -101,7 +101,9 @@ static void generic_ternary_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0,
 static void tq_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
                       int64_t ldy, void *scratch)
 {
-    if (cpu_tq_has(isa, w->type))
+    if (a->amx)
+        cpu_amx_tq_matmul(w, r0, r1, a, y, ldy, scratch);
+    else if (cpu_tq_has(isa, w->type))
         cpu_tq_matmul(isa, w, r0, r1, a, y, ldy, scratch);
     else
         generic_ternary_matmul(isa, w, r0, r1, a, y, ldy, scratch);
@@ -278,6 +280,21 @@ const cpu_codec *cpu_codec_find(uint32_t type)
         if (ROWS[i].type == type)
             return &ROWS[i];
     return !f ? NULL : fmt_is_ternary(f) && f->decode_ternary ? &GENERIC_TERNARY : f->decode ? &GENERIC_TABLE : NULL;
+}
+
+cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx)
+{
+    if (type == FMT_I2_S)
+        return amx ? CPU_QP_AMX_I2S : CPU_QP_I2S;
+    return amx && (type == FMT_TQ1_0 || type == FMT_TQ2_0) ? CPU_QP_AMX_TQ : CPU_QP_NONE;
+}
+
+void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp)
+{
+    if (layout == CPU_QP_I2S)
+        cpu_i2s_pack(isa, q, K, n, qp);
+    else if (layout != CPU_QP_NONE)
+        cpu_amx_pack(q, K, n, layout == CPU_QP_AMX_I2S, qp);
 }
 
 size_t cpu_codec_scratch(int64_t ne0)

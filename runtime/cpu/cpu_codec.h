@@ -43,6 +43,15 @@ const cpu_codec *cpu_codec_find(uint32_t type);
 /* Bytes of per-thread scratch the rows need for a row of ne0 elements. */
 size_t cpu_codec_scratch(int64_t ne0);
 
+/* Where a step's int8 codes (cpu_qact.q) are copied for the products of a ternary type:
+ * nowhere (the products read q), the I2_S kernels' layout (cpu_i2s_pack), or the AMX tiles'
+ * (cpu_amx_pack; amx: a step that may use the tiles, cpu_engine_amx_step), in I2_S's order or
+ * in element order for TQ1_0 / TQ2_0. */
+typedef enum { CPU_QP_NONE, CPU_QP_I2S, CPU_QP_AMX_I2S, CPU_QP_AMX_TQ } cpu_qp_layout;
+cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx);
+/* q [n][K] into qp in that layout (nothing for CPU_QP_NONE). */
+void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp);
+
 /* y[t * ldy + r] for any table: dot_rows when the row has it, else row + float dots. */
 void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,
                    int n, float *y, int64_t ldy, void *scratch);

@@ -34,8 +34,8 @@ typedef struct {
     cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->pick) */
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
-    bool qpacked;          /* ... and e->qp holds them in the I2_S kernels' layout (cpu_i2s_pack) */
-    bool amx;              /* ... that of the AMX tiles (cpu_amx_pack; a prompt step at AVX-512) */
+    cpu_qp_layout qpacked; /* ... and e->qp holds them in this layout (cpu_codec_qp_pack) */
+    bool amx;              /* the step may use the AMX tiles (cpu_engine_amx_step) */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
     char *err;             /* an op that fails (the expert cache's reads) says why here ... */
@@ -157,7 +157,8 @@ static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     return (cpu_qact){.K = WIDTH(e, so->op->in[0]), .n = r->s->n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
-                      .bs = r->q8k ? e->qbs : NULL, .amx = r->amx};
+                      .bs = r->q8k ? e->qbs : NULL,
+                      .amx = cpu_codec_qp_layout(so->codec->type, r->amx) >= CPU_QP_AMX_I2S};
 }
 
 static void matmul_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -506,14 +507,12 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
         par_for(r, so, n, 1, quant_body, n > 1);
         r->qvalue = so->op->in[0];
         r->q8k = op_q8k(so->op);
-        r->qpacked = false;
+        r->qpacked = CPU_QP_NONE;
     }
-    if (so->codec->type == FMT_I2_S && !r->qpacked) { /* only I2_S reads the packed copy (one thread) */
-        if (r->amx)
-            cpu_amx_pack(e->q, K, n, e->qp);
-        else
-            cpu_i2s_pack(r->isa_mm, e->q, K, n, e->qp);
-        r->qpacked = true;
+    const cpu_qp_layout layout = cpu_codec_qp_layout(so->codec->type, r->amx);
+    if (layout != CPU_QP_NONE && r->qpacked != layout) { /* the kernels' copy of the codes (one thread) */
+        cpu_codec_qp_pack(layout, r->isa_mm, e->q, K, n, e->qp);
+        r->qpacked = layout;
     }
     if (so->sparse_gate && e->sparse && n == 1) {
         par_for(r, so, M, 16, sparse_body, true);

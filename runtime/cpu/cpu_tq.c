@@ -387,12 +387,16 @@ void cpu_tq_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     }
 }
 
+void cpu_tq_decode(uint32_t type, const uint8_t *blk, uint8_t *out) { decoder_of(type)(blk, out); }
+
 int cpu_tq_has(cpu_isa isa, uint32_t type)
 {
     return (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) && cpu_isa_runs(isa) && decoder_of(type) != NULL;
 }
 
 #else
+
+void cpu_tq_decode(uint32_t type, const uint8_t *blk, uint8_t *out) { (void)type, (void)blk, (void)out; }
 
 int cpu_tq_has(cpu_isa isa, uint32_t type)
 {

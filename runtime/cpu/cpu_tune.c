@@ -34,7 +34,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
@@ -117,12 +116,11 @@ static void ternary_layer(cpu_engine *e, cpu_isa isa, int L, int n, int64_t max_
             const int64_t r = (max_macs / ((int64_t)K * n) + 15) / 16 * 16;
             rows = r < 16 ? 16 : r < rows ? r : rows;
         }
-        const bool amx = cpu_engine_amx_step(e, isa, n); /* as a step of n tokens runs them */
-        if (amx)
-            cpu_amx_pack(e->q, K, n, e->qp);
-        else
-            cpu_i2s_pack(isa, e->q, K, n, e->qp);
-        const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum, .amx = amx};
+        /* as a step of n tokens runs them */
+        const cpu_qp_layout layout = cpu_codec_qp_layout(so->codec->type, cpu_engine_amx_step(e, isa, n));
+        cpu_codec_qp_pack(layout, isa, e->q, K, n, e->qp);
+        const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
+                            .amx = layout >= CPU_QP_AMX_I2S};
         tune_job j = {.e = e, .isa = isa, .codec = so->codec, .w = w, .a = &a, .rows = rows, .y = y};
         cpu_pool_run(e->pool, tune_main, &j, n > 1 ? e->n_threads_batch : e->n_threads);
     }
