@@ -847,6 +847,46 @@ static void test_norm_per_head(void **st)
     }
 }
 
+/* Several tokens' rows at once (cpu_norm_rows: rmsnorm's rows 8 at a time as independent
+ * chains) against the reference's row code on each (token, group) alone: 1, 3 and 11 tokens,
+ * whole rows and heads of 24 (a batch of 8 spanning tokens), rows apart by more than their
+ * width, in place and into another buffer (poisoned first). Rule: bit for bit. */
+static void test_norm_many_rows(void **st)
+{
+    (void)st;
+    static const int shape[][3] = {{1, 1, 1001}, {3, 1, 2560}, {11, 1, 300}, {3, 5, 24}, {11, 3, 64}}; /* T, H, hd */
+    for (size_t s = 0; s < sizeof shape / sizeof shape[0]; s++) {
+        const int T = shape[s][0], H = shape[s][1], hd = shape[s][2], n = H * hd, ld = n + 5;
+        float *x = malloc(sizeof(float) * T * ld), *y = malloc(sizeof(float) * T * ld),
+              *yr = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * hd), *b = malloc(sizeof(float) * hd);
+        for (int i = 0; i < T * ld; i++)
+            x[i] = 0.2f * (float)(i / hd % 7) + frnd(2.0f);
+        for (int i = 0; i < hd; i++) {
+            w[i] = 1.0f + frnd(0.1f);
+            b[i] = frnd(0.1f);
+        }
+        for (int r = 0; r < gen_norm_count(); r++) {
+            const gen_norm *g = gen_norm_at(r);
+            const cpu_norm *c = cpu_norm_find(g->name);
+            const float p[GEN_MAX_PARAMS] = {1e-6f, (float)(H > 1 ? GEN_NORM_PER_HEAD : 0)};
+            for (int inplace = 0; c && inplace < 2; inplace++) {
+                float *out = y;
+                for (int i = 0; i < T * ld; i++)
+                    y[i] = inplace ? x[i] : NAN;
+                cpu_norm_rows(c, inplace ? y : x, (size_t)ld, w, g->bias ? b : NULL, n, hd, p, out, (size_t)ld, T);
+                for (int t = 0; t < T; t++) {
+                    for (int h = 0; h < H; h++)
+                        g->ref(x + (size_t)t * ld + h * hd, w, g->bias ? b : NULL, hd, p, yr + h * hd);
+                    if (memcmp(out + (size_t)t * ld, yr, sizeof(float) * n))
+                        fail_msg("norm %s, %d tokens of %d x %d, %s: token %d differs from the reference", g->name, T,
+                                 H, hd, inplace ? "in place" : "into another buffer", t);
+                }
+            }
+        }
+        free(x), free(y), free(yr), free(w), free(b);
+    }
+}
+
 /* Attention: float dots and float P.V sums vs the reference's double sums. Rule: the scores
  * err by 2 hd 2^-24 sum|q k| (as the F16 dots above), which moves each probability by at most
  * that much relatively through exp; the output's float accumulation of n_kv terms errs by
@@ -1738,7 +1778,7 @@ int main(void)
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),
-        cmocka_unit_test(test_norm_per_head),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
+        cmocka_unit_test(test_norm_per_head), cmocka_unit_test(test_norm_many_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,8 +134,9 @@ static void norm_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     const float *nw = vec_of(r, so->tensor), *nb = vec_of(r, so->op->bias);
     /* param[1] 1 (`per: head`): each head_dim group of the row is normalised on its own */
     const int gw = so->op->param[1] == 1.0f ? (int)e->cs->head_dim : wi;
-    for (int64_t t = lo; t < hi; t++)
-        cpu_norm_row(so->norm, IN0(e, so) + t * wi, nw, nb, wi, gw, so->op->param, OUT(e, so) + t * WIDTH(e, so->op->out));
+    const int wo = WIDTH(e, so->op->out);
+    cpu_norm_rows(so->norm, IN0(e, so) + lo * wi, (size_t)wi, nw, nb, wi, gw, so->op->param, OUT(e, so) + lo * wo,
+                  (size_t)wo, (int)(hi - lo));
 }
 
 /* a bitlinear's act_quant (gen/gen_param.h: its parameter [0], 1 = q8_k) */

@@ -15,19 +15,56 @@
 
 /* ---- norms: the same arithmetic as gen/gen_norm.c's reference column ---- */
 
+/* y = x / sqrt(mean + eps) * w from the row's sum of squares */
+static void rmsnorm_apply(const float *x, const float *w, int n, float eps, double sum, float *y)
+{
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    /* element by element (y may be x): each y[i] the same two roundings in any vector width */
+    if (w) {
+#pragma GCC ivdep
+        for (int i = 0; i < n; i++)
+            y[i] = (x[i] * scale) * w[i];
+    } else {
+#pragma GCC ivdep
+        for (int i = 0; i < n; i++)
+            y[i] = x[i] * scale;
+    }
+}
+
 static void rmsnorm(const float *x, const float *w, const float *b, int n, const float *p, float *y)
 {
     (void)b;
-    const float eps = p[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += (double)(x[i] * x[i]);
-    const float mean = (float)(sum / n);
-    const float scale = 1.0f / sqrtf(mean + eps);
+    rmsnorm_apply(x, w, n, p[0], sum, y);
+}
+
+/* m (2..8) rows at once: each row's sum of squares is rmsnorm's serial walk (so the same bits),
+ * the rows' walks side by side as independent chains, so one add's latency serves m rows
+ * (a row past m repeats the last). */
+static void rmsnorm_rows(const float *const *x, const float *w, const float *b, int n, const float *p, float *const *y,
+                         int m)
+{
+    (void)b;
+    const float *r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = x[j < m ? j : m - 1];
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
     for (int i = 0; i < n; i++) {
-        const float v = x[i] * scale;
-        y[i] = w ? v * w[i] : v;
+        s0 += (double)(r[0][i] * r[0][i]);
+        s1 += (double)(r[1][i] * r[1][i]);
+        s2 += (double)(r[2][i] * r[2][i]);
+        s3 += (double)(r[3][i] * r[3][i]);
+        s4 += (double)(r[4][i] * r[4][i]);
+        s5 += (double)(r[5][i] * r[5][i]);
+        s6 += (double)(r[6][i] * r[6][i]);
+        s7 += (double)(r[7][i] * r[7][i]);
     }
+    const double s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+    for (int j = 0; j < m; j++)
+        rmsnorm_apply(x[j], w, n, p[0], s[j], y[j]);
 }
 
 /* two passes (mean, then the squared deviations): no cancellation of E[x^2] - mean^2 */
@@ -52,8 +89,8 @@ static void layernorm(const float *x, const float *w, const float *b, int n, con
 }
 
 static const cpu_norm NORMS[] = {
-    {"rmsnorm", rmsnorm},
-    {"layernorm", layernorm},
+    {"rmsnorm", rmsnorm, rmsnorm_rows},
+    {"layernorm", layernorm, NULL},
 };
 
 const cpu_norm *cpu_norm_find(const char *name)
@@ -69,6 +106,27 @@ void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float
 {
     for (int g = 0; g < width; g += group)
         n->fn(x + g, w, b, group, p, y + g);
+}
+
+void cpu_norm_rows(const cpu_norm *n, const float *x, size_t ldx, const float *w, const float *b, int width, int group,
+                   const float *p, float *y, size_t ldy, int rows)
+{
+    const float *xs[8];
+    float *ys[8];
+    int m = 0;
+    for (int t = 0; t < rows; t++)
+        for (int g = 0; g < width; g += group) {
+            xs[m] = x + (size_t)t * ldx + g;
+            ys[m] = y + (size_t)t * ldy + g;
+            if (++m == 8 || (t == rows - 1 && g + group >= width)) { /* a full batch, or the last */
+                if (m == 1 || !n->rows)
+                    for (int j = 0; j < m; j++)
+                        n->fn(xs[j], w, b, group, p, ys[j]);
+                else
+                    n->rows(xs, w, b, group, p, ys, m);
+                m = 0;
+            }
+        }
 }
 
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y) { rmsnorm(x, w, NULL, n, &eps, y); }

@@ -10,6 +10,7 @@
 #define CPU_OPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cpu/cpu_isa.h"
@@ -21,6 +22,8 @@
 typedef struct {
     const char *name; /* "rmsnorm" */
     void (*fn)(const float *x, const float *w, const float *b, int n, const float *p, float *y);
+    /* m (2..8) rows x[j] -> y[j] at once, each with fn's bits; NULL: fn row by row */
+    void (*rows)(const float *const *x, const float *w, const float *b, int n, const float *p, float *const *y, int m);
 } cpu_norm;
 const cpu_norm *cpu_norm_find(const char *name);
 /* One token's row of width floats through norm n, each group of `group` floats (width a
@@ -29,6 +32,10 @@ const cpu_norm *cpu_norm_find(const char *name);
  * QK-norm); y may alias x. */
 void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float *b, int width, int group,
                   const float *p, float *y);
+/* cpu_norm_row for rows tokens (x and y ldx, ldy floats apart), their groups 8 at a time
+ * through the row's `rows` function where it has one: the same bits. */
+void cpu_norm_rows(const cpu_norm *n, const float *x, size_t ldx, const float *w, const float *b, int width, int group,
+                   const float *p, float *y, size_t ldy, int rows);
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
 void cpu_rmsnorm(const float *x, const float *w, int n, float eps, float *y);
 /* RoPE of one token's n_heads heads of head_dim at position pos (rope_dims rotate; neox:
