@@ -63,10 +63,29 @@ static void f16_decode(const uint8_t *blocks, const uint8_t *tail, int64_t n, fl
     }
 }
 
+/* Whole runs of F16_RUN elements are scanned four at a time without a branch (a 2B model's
+ * 657 MB table in well under a second): each 64-bit word's exponent fields, xored with all
+ * ones, has a zero 16-bit lane exactly when an element is infinite or NaN (no lane has bit 15,
+ * so the borrow test below is exact for "some lane is zero"). Only from the first run with
+ * such a value, and in the last partial run, element by element, for its index. */
+#define F16_RUN 4096
+
 static int f16_check(const uint8_t *data, const int64_t ne[4], char *err)
 {
-    uint64_t n = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3];
-    for (uint64_t i = 0; i < n; i++) {
+    uint64_t n = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3], from = 0;
+    const uint64_t exp4 = 0x7c007c007c007c00ull, one4 = 0x0001000100010001ull, top4 = 0x8000800080008000ull;
+    for (; from + F16_RUN <= n; from += F16_RUN) {
+        uint64_t bad = 0;
+        for (int i = 0; i < F16_RUN / 4; i++) {
+            uint64_t v;
+            memcpy(&v, data + 2 * from + 8 * (size_t)i, 8);
+            const uint64_t y = (v & exp4) ^ exp4; /* a lane of 0: exponent all ones */
+            bad |= (y - one4) & ~y & top4;
+        }
+        if (bad)
+            break;
+    }
+    for (uint64_t i = from; i < n; i++) {
         uint16_t h;
         memcpy(&h, data + 2 * i, 2);
         if ((h & 0x7c00u) == 0x7c00u) { /* exponent all ones: infinity or NaN */

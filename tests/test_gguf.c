@@ -944,6 +944,23 @@ static void test_nonfinite_values(void **state)
             free(i2);
             if (k == 3) break;
         }
+    /* F16's check scans runs of 4096 elements branch-free, then the run with the bad value:
+     * a value in the third run (and the tensor's last one) is named by its own index */
+    const int64_t ne_big[4] = {10001, 1, 1, 1};
+    uint16_t *big = malloc(sizeof(uint16_t) * 10001);
+    const int64_t at[3] = {8195, 10000, -1};
+    for (int c = 0; c < 3; c++) {
+        for (int i = 0; i < 10001; i++)
+            big[i] = fmt_f32_to_f16(0.25f * (float)(i % 9));
+        if (at[c] >= 0)
+            big[at[c]] = fmt_f32_to_f16(NAN);
+        char cerr[FMT_ERR_LEN] = "", want_el[64];
+        const int rc = fmt_codec_find(FMT_F16)->check((const uint8_t *)big, ne_big, cerr);
+        snprintf(want_el, sizeof want_el, "element %lld is NaN", (long long)at[c]);
+        if (at[c] < 0 ? rc != 0 : rc == 0 || !strstr(cerr, want_el))
+            fail_msg("F16 check, NaN at %lld: rc %d, '%s'", (long long)at[c], rc, cerr);
+    }
+    free(big);
 }
 
 int main(void)

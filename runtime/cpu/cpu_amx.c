@@ -157,11 +157,12 @@ TARGET_AMX static void unpack_rows(const uint8_t *w, int K, int64_t r, int64_t r
     }
 }
 
-/* Tile C [16 rows][16 tokens] of sums into out[t * ld + row] for rows row0 .. row0 + 15 below r1
- * and tokens t0 .. t0 + 15 below n: transposed in registers (unpacks of 32- and 64-bit pairs,
- * then of 128-bit lanes: vector c ends as column c), each token's 16 rows one masked store. */
-TARGET_AMX static void store_tile(int32_t c[16][16], int64_t row0, int64_t r1, int t0, const cpu_qact *a, int32_t *out,
-                                  int64_t ld)
+/* Tile C [16 rows][16 tokens] of sums into y[t * ld + row] for rows row0 .. row0 + 15 below r1
+ * and tokens t0 .. t0 + 15 below n, as floats: (float)(sum - qsum) / s * ws, the operations of
+ * cpu_codec.c's I2_S row. Transposed in registers (unpacks of 32- and 64-bit pairs, then of
+ * 128-bit lanes: vector c ends as column c), each token's 16 rows one masked store. */
+TARGET_AMX static void store_tile(int32_t c[16][16], int64_t row0, int64_t r1, int t0, const cpu_qact *a, float ws,
+                                  float *y, int64_t ld)
 {
     if (row0 >= r1)
         return;
@@ -190,13 +191,15 @@ TARGET_AMX static void store_tile(int32_t c[16][16], int64_t row0, int64_t r1, i
     }
     const int nr = r1 - row0 < 16 ? (int)(r1 - row0) : 16;
     const __mmask16 keep = (__mmask16)((1u << nr) - 1);
-    for (int j = 0; j < 16 && t0 + j < a->n; j++)
-        _mm512_mask_storeu_epi32(out + (t0 + j) * ld + row0, keep,
-                                 _mm512_sub_epi32(v[j], _mm512_set1_epi32(a->qsum[t0 + j])));
+    for (int j = 0; j < 16 && t0 + j < a->n; j++) {
+        const __m512 f = _mm512_cvtepi32_ps(_mm512_sub_epi32(v[j], _mm512_set1_epi32(a->qsum[t0 + j])));
+        _mm512_mask_storeu_ps(y + (t0 + j) * ld + row0, keep,
+                              _mm512_mul_ps(_mm512_div_ps(f, _mm512_set1_ps(a->s[t0 + j])), _mm512_set1_ps(ws)));
+    }
 }
 
-TARGET_AMX void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out,
-                                 int64_t ld, void *scratch)
+TARGET_AMX void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
+                                   int64_t ld, void *scratch)
 {
     const int K = a->K, n = a->n, nch = K / CHUNK;
     const size_t group = (size_t)nch * TILE; /* bytes of 16 tokens' packed codes */
@@ -250,7 +253,7 @@ TARGET_AMX void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const
                     if (last)
                         for (int h = 0; h < 2; h++) /* rows 16 h .. 16 h + 15 */
                             for (int tt = 0; tt < 1 + two; tt++)
-                                store_tile(sums[2 * h + tt], r + 16 * h, r1, t0 + 16 * tt, a, out, ld);
+                                store_tile(sums[2 * h + tt], r + 16 * h, r1, t0 + 16 * tt, a, ws, y, ld);
                 }
             }
     _tile_release();
@@ -369,10 +372,10 @@ TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, c
     _tile_release();
 }
 #else
-void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld,
-                      void *scratch)
+void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ld,
+                        void *scratch)
 {
-    (void)w, (void)r0, (void)r1, (void)a, (void)out, (void)ld, (void)scratch; /* never called: not ready */
+    (void)w, (void)ws, (void)r0, (void)r1, (void)a, (void)y, (void)ld, (void)scratch; /* never called: not ready */
 }
 void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ldy,
                        void *scratch)

@@ -44,12 +44,13 @@ size_t cpu_amx_pack_bytes(int K, int n);
  * I2_S's order (above), else in element order, followed by each block of 256's code sums,
  * [K / 256][n padded] int32 (TQ1_0 / TQ2_0, K % 256 == 0). */
 void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out);
-/* Bytes of scratch cpu_amx_i2s_sums needs for rows of K weights (64-byte aligned). */
+/* Bytes of scratch the tile products need for rows of K weights. */
 size_t cpu_amx_scratch(int K);
-/* As cpu_i2s_sums (out[t * ld + r] for r0 <= r < r1 and every token of a), a->qp in the
- * layout of cpu_amx_pack. Only when cpu_amx_ready(). */
-void cpu_amx_i2s_sums(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int32_t *out, int64_t ld,
-                      void *scratch);
+/* y[t * ld + r] = (float)(I2_S sum) / a->s[t] * ws for r0 <= r < r1 and every token of a (the
+ * sums of cpu_i2s_sums, the floats of cpu_codec.c's I2_S row), a->qp in the layout of
+ * cpu_amx_pack. Only when cpu_amx_ready(). */
+void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ld,
+                        void *scratch);
 /* As cpu_tq_matmul (TQ1_0 / TQ2_0, the same bits: cpu_tq.h's block sums, exact products, double
  * additions in block order), a->qp packed in element order. Only when cpu_amx_ready(). */
 void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y, int64_t ldy,

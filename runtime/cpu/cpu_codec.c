@@ -24,10 +24,11 @@ static void i2s_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1,
     float ws;
     memcpy(&ws, w->data + w->ne0 * w->ne1 / 4, sizeof ws); /* the tensor scale after the codes */
     int32_t *sums = (int32_t *)y; /* the sums land where their floats go, then convert in place */
-    if (a->amx)
-        cpu_amx_i2s_sums(w->data, r0, r1, a, sums, ldy, scratch);
-    else
-        cpu_i2s_sums(isa, w->data, r0, r1, a, sums, ldy);
+    if (a->amx) { /* the tiles write the floats themselves */
+        cpu_amx_i2s_matmul(w->data, ws, r0, r1, a, y, ldy, scratch);
+        return;
+    }
+    cpu_i2s_sums(isa, w->data, r0, r1, a, sums, ldy);
     for (int t = 0; t < a->n; t++)
         for (int64_t r = r0; r < r1; r++)
             y[t * ldy + r] = (float)sums[t * ldy + r] / a->s[t] * ws; /* the reference's order */
