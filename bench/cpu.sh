@@ -14,6 +14,13 @@
 # the reference for TQ1_0/TQ2_0 and other non-I2_S files; the others with bitnet.cpp).
 # bitnet.cpp: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
 # -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
+# IK_LLAMA=<ik_llama.cpp build dir, with bin/llama-bench and bin/llama-quantize> adds ik_llama.cpp
+# on every file compared with bitnet.cpp (not the @llama ones), in the same rounds: it cannot
+# multiply I2_S, so each file is converted once into the temp dir with `llama-quantize
+# --allow-requantize --token-embedding-type f16 file.gguf ik.gguf IQ2_BN` (the F16 head kept: same
+# head bytes as bitnet.cpp), or `file.gguf=ik.gguf` in FILES names a ready IQ2_BN copy; run with
+# llama-bench -p 128 -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
+# pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
 set -eu
 B=${B:-build}
 RUNS=${RUNS:-3}
@@ -23,6 +30,11 @@ LAVAPIPE=${LAVAPIPE:-1}
 LB="$BITNET_CPP/bin/llama-bench"
 [ -x "$LB" ] || { echo "bench/cpu.sh: $LB not found" >&2; exit 1; }
 LLB="${LLAMA_CPP:-/nonexistent}/bin/llama-bench" # mainline llama.cpp, for the files marked @llama
+IK=${IK_LLAMA:-}
+if [ -n "$IK" ]; then
+    IKB="$IK/bin/llama-bench" IKQ="$IK/bin/llama-quantize"
+    [ -x "$IKB" ] || { echo "bench/cpu.sh: $IKB not found" >&2; exit 1; }
+fi
 TB=${TERNION_BIN:-$B/ternion} # or one model's binary, e.g. build/bitnet-b1.58-2b
 [ -x "$TB" ] || { echo "bench/cpu.sh: $TB not built (make)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -44,10 +56,18 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 ids=$(seq 100 227 | tr '\n' ' ')
 
 # bitnet.cpp: "pp tg" tok/s of one llama-bench run (its CSV, columns found by name: no python
-# or bc needed, so the script also runs on bare benchmark machines)
+# or bc needed, so the script also runs on bare benchmark machines; quoted fields may hold commas,
+# as ik_llama.cpp's "ser" column does: the quotes are dropped and such commas become ";")
+# (arguments: file, threads, llama-bench, then any extra flags, e.g. ik_llama.cpp's -rtr 1)
 peer() {
-    "$3" -m "$1" -p 128 -n 64 -t "$2" -r 1 -o csv 2>/dev/null | awk -F, '
-        { for (i = 1; i <= NF; i++) gsub(/"/, "", $i) }
+    pf=$1; pt=$2; pbin=$3; shift 3
+    "$pbin" -m "$pf" -p 128 -n 64 -t "$pt" -r 1 "$@" -o csv 2>/dev/null | awk -F, '
+        { s = ""; q = 0
+          for (i = 1; i <= length($0); i++) {
+              c = substr($0, i, 1)
+              if (c == "\"") q = !q; else s = s (q && c == "," ? ";" : c)
+          }
+          $0 = s }
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
         $col["n_prompt"] > 0 && $col["n_gen"] == 0 { pp = $col["avg_ts"] }
         $col["n_gen"] > 0 && $col["n_prompt"] == 0 { tg = $col["avg_ts"] }
@@ -60,9 +80,10 @@ ours() {
         2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
 }
 
-printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / peer pp, tg |%s\n' \
+printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / peer pp, tg |%s%s\n' \
+    "$([ -n "$IK" ] && printf ' ik_llama.cpp IQ2_BN pp128 / tg64 | Ternion / ik_llama.cpp pp, tg |')" \
     "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp128 / tg64 |')"
-printf '|---|---|---|---|---|---|%s\n' "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
+printf '|---|---|---|---|---|---|%s%s\n' "$([ -n "$IK" ] && printf -- '---|---|')" "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
 for spec in $FILES; do
     f=${spec%@llama}
     pb=$LB pname=bitnet.cpp
@@ -70,20 +91,46 @@ for spec in $FILES; do
         pb=$LLB pname=llama.cpp
         [ -x "$pb" ] || { echo "bench/cpu.sh: $f@llama needs LLAMA_CPP (mainline llama.cpp's build dir with bin/llama-bench)" >&2; exit 1; }
     fi
+    ikf="" ikerr="" ikconv=""
+    case $f in *=*) ikf=${f#*=}; f=${f%%=*} ;; esac
+    if [ -z "$IK" ] || [ "$pname" != bitnet.cpp ]; then
+        ikf=""
+    elif [ -z "$ikf" ]; then # converted once, for all thread counts
+        ikf="$tmp/ik.gguf" ikconv=1
+        echo "converting $f to IQ2_BN for ik_llama.cpp" >&2
+        if ! "$IKQ" --allow-requantize --token-embedding-type f16 "$f" "$ikf" IQ2_BN >"$tmp/q.log" 2>&1; then
+            tail -3 "$tmp/q.log" >&2
+            ikerr="conversion to IQ2_BN failed" ikf=""
+        fi
+    elif [ ! -f "$ikf" ]; then
+        ikerr="$ikf not found" ikf=""
+    fi
     for t in $THREADS; do
-        : >"$tmp/p"; : >"$tmp/o"; : >"$tmp/l"
+        : >"$tmp/p"; : >"$tmp/o"; : >"$tmp/l"; : >"$tmp/k"
         for r in $(seq "$RUNS"); do
             peer "$f" "$t" "$pb" >>"$tmp/p"
+            if [ -n "$ikf" ]; then peer "$ikf" "$t" "$IKB" -rtr 1 >>"$tmp/k"; fi
             ours "$f" "$t" cpu >>"$tmp/o"
             if [ "$LAVAPIPE" = 1 ] && [ "$r" = 1 ]; then ours "$f" "$t" vulkan >>"$tmp/l"; fi
         done
         ppp=$(cut -d' ' -f1 "$tmp/p" | median); ptg=$(cut -d' ' -f2 "$tmp/p" | median)
         opp=$(cut -d' ' -f1 "$tmp/o" | median); otg=$(cut -d' ' -f2 "$tmp/o" | median)
+        ik=""
+        if [ -n "$IK" ]; then
+            if [ -n "$ikf" ]; then
+                kpp=$(cut -d' ' -f1 "$tmp/k" | median); ktg=$(cut -d' ' -f2 "$tmp/k" | median)
+                ik=$(printf ' %.1f / %.1f | %.2f, %.2f |' "$kpp" "$ktg" "$(awk -v a="$opp" -v b="$kpp" 'BEGIN { print a / b }')" \
+                    "$(awk -v a="$otg" -v b="$ktg" 'BEGIN { print a / b }')")
+            else
+                ik=" ${ikerr:--} | - |"
+            fi
+        fi
         lav=""
         [ "$LAVAPIPE" = 1 ] && lav=" $(cut -d' ' -f1 "$tmp/l" | median) / $(cut -d' ' -f2 "$tmp/l" | median) |"
-        printf '| %s | %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" "$pname" \
+        printf '| %s | %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f, %.2f |%s%s\n' "$(basename "$(dirname "$f")")/$(basename "$f")" "$t" "$pname" \
             "$ppp" "$ptg" "$opp" "$otg" "$(awk -v a="$opp" -v b="$ppp" 'BEGIN { print a / b }')" \
-            "$(awk -v a="$otg" -v b="$ptg" 'BEGIN { print a / b }')" "$lav"
+            "$(awk -v a="$otg" -v b="$ptg" 'BEGIN { print a / b }')" "$ik" "$lav"
     done
+    if [ -n "$ikconv" ]; then rm -f "$tmp/ik.gguf"; fi # the converted copy (up to 1.2 GB), measured
 done
-echo "(medians of $RUNS runs, engines alternated; lavapipe: one run; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs)"
+echo "(medians of $RUNS runs, engines alternated; lavapipe: one run; $([ -n "$IK" ] && printf "ik_llama.cpp: IQ2_BN copies, -rtr 1; ")$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs)"
