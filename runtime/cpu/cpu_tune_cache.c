@@ -37,8 +37,8 @@
 #include "cpu/cpu_engine_priv.h"
 
 #define MAGIC "ternion-cpu-tune 3"
-#define TUNE_KEY 4 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
-                     * cpu_tq.c): a change measures again */
+#define TUNE_KEY 5 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
+                     * cpu_tq.c; 5: prompts at AVX-512 on AMX tiles): a change measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
 static void brand(char *out, size_t cap)
@@ -98,7 +98,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 bool cpu_tune_cache_file(const cpu_engine *e, const char *cpu, int n_prompt, bool make_dir, char *out, size_t cap)
 {
     uint64_t h = fnv(0xcbf29ce484222325ull, cpu, strlen(cpu) + 1);
-    const int setting[6] = {(int)e->isa, e->n_threads, e->n_threads_batch, n_prompt, e->n_layers, TUNE_KEY};
+    /* e->amx: the AVX-512 prompt candidate runs the tiles or not (TERNION_CPU_AMX=0) */
+    const int setting[7] = {(int)e->isa, e->n_threads, e->n_threads_batch, n_prompt, e->n_layers, TUNE_KEY, e->amx};
     h = fnv(h, setting, sizeof setting);
     h = fnv(h, e->d->name, strlen(e->d->name) + 1);
     for (int i = 0; i < e->n_ops; i++) {
