@@ -31,7 +31,7 @@
 #define TILE 1024 /* bytes of a tile of 16 x 64 */
 #define SEG 8     /* chunks unpacked at a time (16 KiB of codes: they stay in L1 for every token) */
 #define GROUP 256 /* tokens whose sums are carried from one segment to the next (32 KiB) */
-#define TQ_GROUP 64 /* TQ: tokens whose (row, token) double sums are held (16 KiB) */
+#define TQ_GROUP 128 /* TQ: tokens whose (row, token) double sums are held (32 KiB) */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool ready;
@@ -63,7 +63,7 @@ size_t cpu_amx_scratch(int K)
     const size_t tq = (size_t)ROWS * TQ_GROUP * sizeof(double)               /* (row, token) sums */
                       + (size_t)(K / 256) * TQ_GROUP * sizeof(double)        /* the tokens' block scales */
                       + (size_t)ROWS * (SEG / 4) * sizeof(double)             /* the rows' block scales */
-                      + 4 * 16 * 16 * sizeof(int32_t) + 256;                  /* a block's sums, a decoded block */
+                      + 4 * 16 * 16 * sizeof(int32_t);                        /* a block's sums */
     return (size_t)SEG * ROWS * CHUNK + (i2s > tq ? i2s : tq) + 64;
 }
 
@@ -262,23 +262,23 @@ TARGET_AMX void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64
 /* TQ: blocks b0 .. b0 + nbs of rows r .. r + ROWS (those below r1; the rest zeros) into sc as
  * unpack_rows lays them out, codes in element order, and the blocks' d into dw[ROWS][SEG / 4]. */
 TARGET_AMX static void decode_rows(const cpu_weight *w, const fmt_codec *fc, int64_t r, int64_t r1, int b0, int nbs,
-                                   uint8_t *sc, double *dw, uint8_t *blk)
+                                   uint8_t *sc, double *dw)
 {
     const int K = (int)w->ne0;
     for (int i = 0; i < ROWS; i++)
         for (int b = 0; b < nbs; b++) {
+            uint8_t *out = sc + ((size_t)4 * b * ROWS + i) * CHUNK; /* chunk 4 b + cc at cc * ROWS * CHUNK */
             double d = 0;
             if (r + i < r1) {
                 const uint8_t *src = w->data + fmt_row_offset(fc, K, r + i) + (size_t)(b0 + b) * fc->blk_bytes;
-                cpu_tq_decode(w->type, src, blk);
+                cpu_tq_decode_chunks(w->type, src, out, (size_t)ROWS * CHUNK);
                 uint16_t h; /* the block's F16 d, its last 2 bytes */
                 memcpy(&h, src + fc->blk_bytes - 2, 2);
                 d = (double)_cvtsh_ss(h);
             } else
-                memset(blk, 0, 256);
+                for (int cc = 0; cc < 4; cc++)
+                    memset(out + (size_t)cc * ROWS * CHUNK, 0, CHUNK);
             dw[i * (SEG / 4) + b] = d;
-            for (int cc = 0; cc < 4; cc++)
-                _mm512_storeu_si512(sc + ((size_t)(4 * b + cc) * ROWS + i) * CHUNK, _mm512_loadu_si512(blk + 64 * cc));
         }
 }
 
@@ -294,7 +294,6 @@ TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, c
     double *bs = acc + ROWS * TQ_GROUP;                       /* [nb][TQ_GROUP] */
     double *dw = bs + (size_t)nb * TQ_GROUP;                  /* [ROWS][SEG / 4] */
     int32_t(*sums)[16][16] = (void *)(dw + ROWS * (SEG / 4));
-    uint8_t *blk = (uint8_t *)(sums + 4);
     tile_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -312,7 +311,7 @@ TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, c
             memset(acc, 0, sizeof(double) * ROWS * TQ_GROUP);
             for (int b0 = 0; b0 < nb; b0 += SEG / 4) {
                 const int nbs = nb - b0 < SEG / 4 ? nb - b0 : SEG / 4;
-                decode_rows(w, fc, r, r1, b0, nbs, sc, dw, blk);
+                decode_rows(w, fc, r, r1, b0, nbs, sc, dw);
                 for (int t0 = g0; t0 < g0 + gn; t0 += TOKS) {
                     const int8_t *q0 = a->qp + (size_t)(t0 / 16) * group, *q1 = q0 + group;
                     const bool two = t0 + 16 < n;

@@ -387,7 +387,16 @@ void cpu_tq_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     }
 }
 
-void cpu_tq_decode(uint32_t type, const uint8_t *blk, uint8_t *out) { decoder_of(type)(blk, out); }
+CPU_TARGET_AVX2 void cpu_tq_decode_chunks(uint32_t type, const uint8_t *blk, uint8_t *out, size_t stride)
+{
+    __m256i c[8];
+    if (type == FMT_TQ2_0)
+        tq2_regs(blk, c);
+    else
+        tq1_regs(blk, c);
+    for (int j = 0; j < 8; j++) /* codes 32 j .. 32 j + 31: chunk j / 2, its half j % 2 */
+        _mm256_storeu_si256((__m256i *)(out + (size_t)(j / 2) * stride + (size_t)(j % 2) * 32), c[j]);
+}
 
 int cpu_tq_has(cpu_isa isa, uint32_t type)
 {
@@ -396,7 +405,10 @@ int cpu_tq_has(cpu_isa isa, uint32_t type)
 
 #else
 
-void cpu_tq_decode(uint32_t type, const uint8_t *blk, uint8_t *out) { (void)type, (void)blk, (void)out; }
+void cpu_tq_decode_chunks(uint32_t type, const uint8_t *blk, uint8_t *out, size_t stride)
+{
+    (void)type, (void)blk, (void)out, (void)stride;
+}
 
 int cpu_tq_has(cpu_isa isa, uint32_t type)
 {

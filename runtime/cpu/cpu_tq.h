@@ -28,8 +28,9 @@ int cpu_tq_has(cpu_isa isa, uint32_t type);
 void cpu_tq_matmul(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const cpu_qact *a, float *y,
                    int64_t ldy, void *scratch);
 
-/* A TQ1_0 / TQ2_0 block's 256 codes 0..3 in element order (TQ2_0's 3 kept), at AVX2. */
-void cpu_tq_decode(uint32_t type, const uint8_t *blk, uint8_t *out);
+/* A TQ1_0 / TQ2_0 block's 256 codes 0..3 in element order (TQ2_0's 3 kept), at AVX2, as four
+ * chunks of 64: codes 64 c .. 64 c + 63 at out + c * stride. */
+void cpu_tq_decode_chunks(uint32_t type, const uint8_t *blk, uint8_t *out, size_t stride);
 
 /* Bytes of scratch cpu_tq_matmul needs for rows of ne0 weights. */
 size_t cpu_tq_scratch(int64_t ne0);
