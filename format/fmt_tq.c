@@ -80,6 +80,8 @@ int fmt_tq_check(const fmt_tq_layout *l, const uint8_t *data, const int64_t ne[4
 {
     const uint64_t nb = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3] / FMT_TQ_BLOCK;
     for (uint64_t b = 0; b < nb; b++) {
+        if ((d_bits(l, data + b * l->blk_bytes) & 0x7c00u) != 0x7c00u) /* exponent not all ones: finite */
+            continue;
         const float d = fmt_tq_block_scale(l, data + b * l->blk_bytes);
         if (!isfinite(d)) {
             snprintf(err, FMT_ERR_LEN, "%s block %llu: its scale d is %s; weights must be finite numbers", l->name,

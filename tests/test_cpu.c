@@ -325,7 +325,7 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
     for (int q8k = 0; q8k < 2; q8k++) {
         for (int t = 0; t < n; t++)
             if (q8k)
-                cpu_act_quant_q8k(x + (size_t)t * K, K, q + (size_t)t * K, bs + (size_t)t * nb);
+                cpu_act_quant_q8k(CPU_ISA_SCALAR, x + (size_t)t * K, K, q + (size_t)t * K, bs + (size_t)t * nb);
             else
                 s[t] = cpu_act_quant(CPU_ISA_SCALAR, x + (size_t)t * K, K, q + (size_t)t * K, &qsum[t]);
         const cpu_qact a = {.K = K, .n = n, .q = q, .qp = q, .s = s, .qsum = qsum, .bs = q8k ? bs : NULL};
@@ -391,12 +391,23 @@ static void test_tq_q8k(void **st)
     x[5] = -2.0f, x[9] = 2.0f, x[10] = 1.0f, x[11] = 0.5f;
     for (int i = 256; i < 512; i++)
         x[i] = 0.0f;
-    for (int t = 0; t < N; t++) {
-        cpu_act_quant_q8k(x + t * K, K, q + t * K, d + t * (K / 256));
-        ref_act_quant_q8k(x + t * K, K, qr + t * K, dr + t * (K / 256));
+    for (int i = 0; i < 256; i++) /* token 1, block 1: ties of |x| (+1.5 first, then -1.5), codes on .5 */
+        x[K + 256 + i] = i == 40 ? 1.5f : i == 41 ? -1.5f : (float)(i % 5 - 2) * (1.5f / 127.0f) * 0.5f;
+    x[2 * K + 600] = NAN; /* token 2, block 2: a NaN, which the scalar walk's max skips */
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) { /* every level: the reference's codes and scales */
+        if (!cpu_isa_runs((cpu_isa)isa))
+            continue;
+        memset(q, 0x55, sizeof q);
+        for (int t = 0; t < N; t++) {
+            cpu_act_quant_q8k((cpu_isa)isa, x + t * K, K, q + t * K, d + t * (K / 256));
+            ref_act_quant_q8k(x + t * K, K, qr + t * K, dr + t * (K / 256));
+        }
+        if (memcmp(q, qr, sizeof q) || memcmp(d, dr, sizeof d))
+            fail_msg("Q8_K codes at %s differ from the reference", cpu_isa_name((cpu_isa)isa));
     }
-    assert_memory_equal(q, qr, sizeof q);
-    assert_memory_equal(d, dr, sizeof d);
+    x[2 * K + 600] = 0.5f;
+    for (int t = 0; t < N; t++)
+        cpu_act_quant_q8k(CPU_ISA_SCALAR, x + t * K, K, q + t * K, d + t * (K / 256));
     assert_true(d[0] == 1.0f / 63.5f);
     assert_int_equal(q[5], -127);
     assert_int_equal(q[9], 127);
@@ -442,7 +453,7 @@ static void test_kq_dot(void **st)
     for (int i = 0; i < N * K; i++)
         x[i] = frnd(1.0f + (float)(i / 256 % 3)); /* blocks of different magnitudes */
     for (int t = 0; t < N; t++)
-        cpu_act_quant_q8k(x + t * K, K, q + t * K, d8 + t * NB);
+        cpu_act_quant_q8k(CPU_ISA_SCALAR, x + t * K, K, q + t * K, d8 + t * NB);
     const uint32_t types[2] = {FMT_Q4_K, FMT_Q6_K};
     for (int ti = 0; ti < 2; ti++) {
         const fmt_codec *c = fmt_codec_find(types[ti]);

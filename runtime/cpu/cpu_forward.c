@@ -148,7 +148,7 @@ static void quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int6
     const int K = WIDTH(e, so->op->in[0]);
     for (int64_t t = lo; t < hi; t++) { /* [n][K]: the codes of one value, tokens back to back */
         if (op_q8k(so->op))
-            cpu_act_quant_q8k(IN0(e, so) + t * K, K, e->q + t * K, e->qbs + t * (K / 256));
+            cpu_act_quant_q8k(r->isa_mm, IN0(e, so) + t * K, K, e->q + t * K, e->qbs + t * (K / 256));
         else
             e->qs[t] = cpu_act_quant(r->isa_mm, IN0(e, so) + t * K, K, e->q + t * K, &e->qsum[t]);
     }
@@ -355,7 +355,7 @@ static void linear_x_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
 static void kq_quant(cpu_engine *e, const float *x, int K, int64_t lo, int64_t hi)
 {
     for (int64_t t = lo; t < hi; t++)
-        cpu_act_quant_q8k(x + t * K, K, e->kq_q + t * K, e->kq_d + t * (K / 256));
+        cpu_act_quant_q8k(e->isa, x + t * K, K, e->kq_q + t * K, e->kq_d + t * (K / 256));
 }
 
 static void kq_quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)

@@ -110,26 +110,66 @@ static inline int nearest_int(float x)
     return (i & 0x007fffff) - 0x00400000;
 }
 
-void cpu_act_quant_q8k(const float *x, int K, int8_t *q, float *d)
+static void q8k_block(const float *x, int8_t *q, float *d)
+{
+    float amax = 0, max = 0;
+    for (int j = 0; j < 256; j++)
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    if (amax == 0) {
+        *d = 0;
+        memset(q, 0, 256);
+        return;
+    }
+    const float iscale = -127.f / max;
+    for (int j = 0; j < 256; j++) {
+        const int v = nearest_int(iscale * x[j]);
+        q[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    *d = 1 / iscale;
+}
+
+#if CPU_X86
+CPU_TARGET_AVX512 static void q8k_block_avx512(const float *x, int8_t *q, float *d)
+{
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    __m512 m = _mm512_setzero_ps();
+    for (int j = 0; j < 256; j += 16)
+        m = _mm512_max_ps(m, _mm512_andnot_ps(sign, _mm512_loadu_ps(x + j)));
+    const float amax = _mm512_reduce_max_ps(m);
+    int j = 0;
+    while (j < 256 && fabsf(x[j]) != amax)
+        j++;
+    if (!(amax > 0) || j == 256) { /* all zero, or a NaN (which the scalar walk skips) */
+        q8k_block(x, q, d);
+        return;
+    }
+    const float iscale = -127.f / x[j]; /* the first element of largest |x| */
+    const __m512 is = _mm512_set1_ps(iscale), magic = _mm512_set1_ps(12582912.f);
+    const __m512i low = _mm512_set1_epi32(0x007fffff), half = _mm512_set1_epi32(0x00400000),
+                  top = _mm512_set1_epi32(127);
+    for (j = 0; j < 256; j += 16) { /* nearest_int of iscale * x: the product rounded, then the add */
+        const __m512 v = _mm512_add_ps(_mm512_mul_ps(is, _mm512_loadu_ps(x + j)), magic);
+        const __m512i i = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), low), half);
+        _mm_storeu_si128((__m128i *)(q + j), _mm512_cvtepi32_epi8(_mm512_min_epi32(i, top)));
+    }
+    *d = 1 / iscale;
+}
+#endif
+
+void cpu_act_quant_q8k(cpu_isa isa, const float *x, int K, int8_t *q, float *d)
 {
     for (int b = 0; b < K / 256; b++, x += 256, q += 256) {
-        float amax = 0, max = 0;
-        for (int j = 0; j < 256; j++)
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        if (amax == 0) {
-            d[b] = 0;
-            memset(q, 0, 256);
+#if CPU_X86
+        if (isa == CPU_ISA_AVX512) {
+            q8k_block_avx512(x, q, &d[b]);
             continue;
         }
-        const float iscale = -127.f / max;
-        for (int j = 0; j < 256; j++) {
-            const int v = nearest_int(iscale * x[j]);
-            q[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        d[b] = 1 / iscale;
+#endif
+        (void)isa;
+        q8k_block(x, q, &d[b]);
     }
 }
 

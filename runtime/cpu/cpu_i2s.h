@@ -38,8 +38,11 @@ float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_
 /* llama.cpp's Q8_K of one token's x[K] (K % 256 == 0; ggml's quantize_row_q8_K_ref, the
  * bitlinear op's `act_quant: q8_k`), exactly tests/ref's ref_act_quant_q8k: per block B of 256,
  * max = the first element of largest |x|, iscale = -127 / max, q = min(127,
- * round_half_even(iscale * x)), d[B] = 1 / iscale (an all-zero block: 0). */
-void cpu_act_quant_q8k(const float *x, int K, int8_t *q, float *d);
+ * round_half_even(iscale * x)), d[B] = 1 / iscale (an all-zero block: 0). AVX-512: the
+ * block's max |x| by vector maxima, then its first element of that magnitude (the scalar walk's
+ * choice), the codes 16 at a time: the same operations, the same bits (a block with a NaN
+ * takes the scalar walk). */
+void cpu_act_quant_q8k(cpu_isa isa, const float *x, int K, int8_t *q, float *d);
 /* q [n][K] into the I2_S kernels' layout at this level (n * K bytes). AVX-512: per token, the
  * codes of the two blocks one 64-byte load of weights holds, field by field, and tokens in tiles
  * of 8 with their vectors of one field side by side (the prompt kernel reads 8 tokens' in a

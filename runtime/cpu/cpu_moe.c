@@ -73,7 +73,7 @@ static parts split(const cpu_moe *m, void *scratch)
 static const float *prep(cpu_isa isa, uint32_t t, const float *x, int K, parts *s)
 {
     if (cpu_kq_has(t) || tern(t)) {
-        cpu_act_quant_q8k(x, K, s->q, s->qd);
+        cpu_act_quant_q8k(isa, x, K, s->q, s->qd);
         return x;
     }
     if (t == FMT_F16) {
