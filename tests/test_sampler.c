@@ -183,6 +183,33 @@ static void test_filters_vs_reference(void **state)
     /* top-k off: exact only over the full vocabulary as candidate set */
     rt_sampler_params p = params(0, 0.9f, 0.0f, 0.8f);
     check_vs_reference(logits, &p, V, NULL, 0);
+    /* the whole row in id order (not sorted, as a logit bias passes it), logits rounded to
+     * quarters so many tie (the smaller id first): greedy and top-k select their first k
+     * without sorting the row, and must keep what the sorted row gives */
+    for (int i = 0; i < V; i++)
+        logits[i] = roundf(logits[i] * 4.0f) / 4.0f;
+    for (size_t a = 0; a < 4; a++)
+        for (size_t t = 0; t < 4; t++) {
+            rt_sampler_params pk = params(ks[a], 0.95f, a % 2 ? 0.05f : 0.0f, temps[t]);
+            char err[RT_ERR_LEN];
+            rt_sampler *s;
+            assert_int_equal(rt_sampler_new(&pk, &s, err), 0);
+            rt_cand row[V];
+            for (int i = 0; i < V; i++)
+                row[i] = (rt_cand){.id = i, .logit = logits[i], .p = -1};
+            const size_t k = rt_sampler_filter(s, row, V);
+            int ids[V];
+            double pr[V];
+            const int kr = reference(logits, &pk, NULL, 0, ids, pr);
+            if ((int)k != kr)
+                fail_msg("whole row, top_k %d temp %g: kept %zu, reference %d", pk.top_k, pk.temp, k, kr);
+            for (size_t i = 0; i < k; i++)
+                if (row[i].id != ids[i] || fabs(row[i].p - pr[i]) > 1e-4 * (pr[i] + 1e-30))
+                    fail_msg("whole row, top_k %d temp %g: candidate %zu is %d (p %g), reference %d (p %g)", pk.top_k,
+                             pk.temp, i, row[i].id, row[i].p, ids[i], pr[i]);
+            rt_sampler_free(s);
+            n_checked++;
+        }
     assert_int_equal(rt_sampler_cands_needed(&p), 0);
     fprintf(stderr, "%d parameter sets match the full-distribution reference\n", n_checked + 1);
 }

@@ -82,21 +82,40 @@ static inline void chunk_src(int K, int c, bool i2s, int *lo, int *hi)
     }
 }
 
-void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out)
+int cpu_amx_pack_groups(int n) { return (int)(padded(n) / 16); }
+
+#if AMX_BUILD
+/* The sum of 256 int8 codes: (code + 128) summed by vpsadbw, less 256 * 128 (exact). */
+__attribute__((target("avx512f,avx512bw"))) static int32_t block_sum(const int8_t *p)
 {
-    const int nch = K / CHUNK, groups = (int)(padded(n) / 16), nb = K / 256;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i s = _mm512_setzero_si512();
+    for (int k = 0; k < 256; k += 64)
+        s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(p + k), flip),
+                                                _mm512_setzero_si512()));
+    return (int32_t)(_mm512_reduce_add_epi64(s) - 256 * 128);
+}
+#else
+static int32_t block_sum(const int8_t *p)
+{
+    int32_t s = 0;
+    for (int k = 0; k < 256; k++)
+        s += p[k];
+    return s;
+}
+#endif
+
+void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out, int g0, int g1)
+{
+    const int nch = K / CHUNK, nb = K / 256;
     int32_t *bsum = (int32_t *)(out + padded(n) * (size_t)K); /* [nb][padded n] */
-    for (int b = 0; !i2s && b < nb; b++)
-        for (int t = 0; t < (int)padded(n); t++) {
-            int32_t s = 0;
-            for (int k = 0; t < n && k < 256; k++)
-                s += q[(size_t)t * K + b * 256 + k];
-            bsum[(size_t)b * padded(n) + t] = s;
-        }
-    for (int c = 0; c < nch; c++) {
-        int lo, hi;
-        chunk_src(K, c, i2s, &lo, &hi);
-        for (int g = 0; g < groups; g++) {
+    for (int t = g0 * 16; !i2s && t < g1 * 16; t++)
+        for (int b = 0; b < nb; b++)
+            bsum[(size_t)b * padded(n) + t] = t < n ? block_sum(q + (size_t)t * K + b * 256) : 0;
+    for (int g = g0; g < g1; g++)
+        for (int c = 0; c < nch; c++) {
+            int lo, hi;
+            chunk_src(K, c, i2s, &lo, &hi);
             int8_t *tile = out + ((size_t)g * nch + c) * TILE;
             for (int t = 0; t < 16; t++) {
                 const int tok = g * 16 + t;
@@ -112,7 +131,6 @@ void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out)
                 }
             }
         }
-    }
 }
 
 #if AMX_BUILD

@@ -42,8 +42,10 @@ size_t cpu_amx_pack_bytes(int K, int n);
  * 1 KiB tile B with B[i][4 t + j] = code of token 16 g + t at k = 4 i + j of chunk c, groups
  * of 16 tokens one after another, n padded to 32 tokens with zero codes. i2s: the chunks in
  * I2_S's order (above), else in element order, followed by each block of 256's code sums,
- * [K / 256][n padded] int32 (TQ1_0 / TQ2_0, K % 256 == 0). */
-void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out);
+ * [K / 256][n padded] int32 (TQ1_0 / TQ2_0, K % 256 == 0). Groups g0 .. g1 of 16 tokens of
+ * cpu_amx_pack_groups(n) (each part its own bytes: threads may pack parts side by side). */
+int cpu_amx_pack_groups(int n);
+void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out, int g0, int g1);
 /* Bytes of scratch the tile products need for rows of K weights. */
 size_t cpu_amx_scratch(int K);
 /* y[t * ld + r] = (float)(I2_S sum) / a->s[t] * ws for r0 <= r < r1 and every token of a (the

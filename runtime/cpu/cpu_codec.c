@@ -290,12 +290,18 @@ cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx)
     return amx && (type == FMT_TQ1_0 || type == FMT_TQ2_0) ? CPU_QP_AMX_TQ : CPU_QP_NONE;
 }
 
-void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp)
+int cpu_codec_qp_parts(cpu_qp_layout layout, int n)
 {
-    if (layout == CPU_QP_I2S)
+    return layout == CPU_QP_AMX_I2S || layout == CPU_QP_AMX_TQ ? cpu_amx_pack_groups(n) : 1;
+}
+
+void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp, int part0,
+                       int part1)
+{
+    if (layout == CPU_QP_I2S && part0 == 0 && part1 > 0)
         cpu_i2s_pack(isa, q, K, n, qp);
-    else if (layout != CPU_QP_NONE)
-        cpu_amx_pack(q, K, n, layout == CPU_QP_AMX_I2S, qp);
+    else if (layout == CPU_QP_AMX_I2S || layout == CPU_QP_AMX_TQ)
+        cpu_amx_pack(q, K, n, layout == CPU_QP_AMX_I2S, qp, part0, part1);
 }
 
 size_t cpu_codec_scratch(int64_t ne0)

@@ -49,8 +49,11 @@ size_t cpu_codec_scratch(int64_t ne0);
  * in element order for TQ1_0 / TQ2_0. */
 typedef enum { CPU_QP_NONE, CPU_QP_I2S, CPU_QP_AMX_I2S, CPU_QP_AMX_TQ } cpu_qp_layout;
 cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx);
-/* q [n][K] into qp in that layout (nothing for CPU_QP_NONE). */
-void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp);
+/* q [n][K] into qp in that layout (nothing for CPU_QP_NONE), as parts 0 .. cpu_codec_qp_parts
+ * that may be packed side by side (part0 .. part1 here). */
+int cpu_codec_qp_parts(cpu_qp_layout layout, int n);
+void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp, int part0,
+                       int part1);
 
 /* y[t * ldy + r] for any table: dot_rows when the row has it, else row + float dots. */
 void cpu_table_dot(cpu_isa isa, const cpu_codec *c, const cpu_weight *w, int64_t r0, int64_t r1, const float *x,

@@ -154,6 +154,14 @@ static void quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int6
     }
 }
 
+/* parts lo .. hi of the step's codes in the layout r->qpacked (cpu_codec_qp_pack) */
+static void pack_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    (void)ith;
+    cpu_engine *e = r->e;
+    cpu_codec_qp_pack(r->qpacked, r->isa_mm, e->q, WIDTH(e, so->op->in[0]), r->s->n, e->qp, (int)lo, (int)hi);
+}
+
 static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
@@ -503,7 +511,7 @@ static void linear(cpu_run *r, const cpu_step_op *so)
 static void bitlinear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
-    const int n = r->s->n, K = WIDTH(e, so->op->in[0]), M = WIDTH(e, so->op->out);
+    const int n = r->s->n, M = WIDTH(e, so->op->out);
     if (r->qvalue != so->op->in[0] || r->q8k != op_q8k(so->op)) {
         par_for(r, so, n, 1, quant_body, n > 1);
         r->qvalue = so->op->in[0];
@@ -511,9 +519,10 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
         r->qpacked = CPU_QP_NONE;
     }
     const cpu_qp_layout layout = cpu_codec_qp_layout(so->codec->type, r->amx);
-    if (layout != CPU_QP_NONE && r->qpacked != layout) { /* the kernels' copy of the codes (one thread) */
-        cpu_codec_qp_pack(layout, r->isa_mm, e->q, K, n, e->qp);
+    if (layout != CPU_QP_NONE && r->qpacked != layout) { /* the kernels' copy of the codes */
         r->qpacked = layout;
+        const int parts = cpu_codec_qp_parts(layout, n);
+        par_for(r, so, parts, 1, pack_body, parts > 1);
     }
     if (so->sparse_gate && e->sparse && n == 1) {
         par_for(r, so, M, 16, sparse_body, true);

@@ -118,7 +118,7 @@ static void ternary_layer(cpu_engine *e, cpu_isa isa, int L, int n, int64_t max_
         }
         /* as a step of n tokens runs them */
         const cpu_qp_layout layout = cpu_codec_qp_layout(so->codec->type, cpu_engine_amx_step(e, isa, n));
-        cpu_codec_qp_pack(layout, isa, e->q, K, n, e->qp);
+        cpu_codec_qp_pack(layout, isa, e->q, K, n, e->qp, 0, cpu_codec_qp_parts(layout, n));
         const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
                             .amx = layout >= CPU_QP_AMX_I2S};
         tune_job j = {.e = e, .isa = isa, .codec = so->codec, .w = w, .a = &a, .rows = rows, .y = y};

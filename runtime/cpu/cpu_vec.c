@@ -103,6 +103,15 @@ CPU_TARGET_AVX2 static void f16_to_f32_avx2(const uint16_t *in, float *out, int 
         out[i] = fmt_f16_to_f32(in[i]);
 }
 
+CPU_TARGET_AVX512 static void f16_to_f32_avx512(const uint16_t *in, float *out, int n)
+{
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(in + i))));
+    for (; i < n; i++)
+        out[i] = fmt_f16_to_f32(in[i]);
+}
+
 CPU_TARGET_AVX2 static void f32_to_f16_avx2(const float *in, uint16_t *out, int n)
 {
     int i = 0;
@@ -190,9 +199,12 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void hsum16_x16(const __m512 v[16], float
         out[o] = lanes[4 * (o % 4) + o / 4];
 }
 
-/* rows a [R][K] (floats) against tokens x [T][K] into y[t * ldy + r] */
-CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, int R, const float *x, int T, int K,
-                                                            float *y, int64_t ldy)
+/* rows a [R][K] (floats; or, with h, the F16 rows h [R][K] converted in registers: the same
+ * values) against tokens x [T][K] into y[t * ldy + r] */
+#define F16_ROW16(r, j) (h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + (size_t)(r) * K + (j)))) \
+                           : _mm512_loadu_ps(a + (size_t)(r) * K + (j)))
+CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, const uint16_t *h, int R, const float *x,
+                                                            int T, int K, float *y, int64_t ldy)
 {
     __m512 s[4][3][2];
 #pragma GCC unroll 4
@@ -203,26 +215,26 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, int 
     int i = 0;
     for (; i + 32 <= K; i += 32)
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
+        for (int hf = 0; hf < 2; hf++) {
             __m512 w[4];
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                w[r] = _mm512_loadu_ps(a + (size_t)r * K + i + 16 * h);
+                w[r] = F16_ROW16(r, i + 16 * hf);
                 __asm__("" : "+v"(w[r])); /* kept in a register: the tokens' FMAs read x from memory */
             }
 #pragma GCC unroll 3
             for (int t = 0; t < T; t++) {
-                const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i + 16 * h);
+                const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i + 16 * hf);
 #pragma GCC unroll 4
                 for (int r = 0; r < R; r++)
-                    s[r][t][h] = _mm512_fmadd_ps(w[r], xv, s[r][t][h]);
+                    s[r][t][hf] = _mm512_fmadd_ps(w[r], xv, s[r][t][hf]);
             }
         }
     if (i + 16 <= K) {
         __m512 w[4];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            w[r] = _mm512_loadu_ps(a + (size_t)r * K + i);
+            w[r] = F16_ROW16(r, i);
 #pragma GCC unroll 3
         for (int t = 0; t < T; t++) {
             const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i);
@@ -240,10 +252,10 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, int 
     hsum16_x16(v, sum);
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            const float *ar = a + (size_t)r * K, *xt = x + (size_t)t * K;
+            const float *xt = x + (size_t)t * K;
             float u = sum[r * T + t];
             for (int j = i; j < K; j++)
-                u += ar[j] * xt[j];
+                u += (h ? fmt_f16_to_f32(h[(size_t)r * K + j]) : a[(size_t)r * K + j]) * xt[j];
             y[t * ldy + r] = u;
         }
 }
@@ -301,18 +313,24 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, cons
 #define F16_CASE_512(R)                                                                                 \
     case R:                                                                                             \
         switch (T) {                                                                                    \
-        case 1: f16_tile_avx512(a, R, xt, 1, K, yt, ldy); break;                                        \
-        case 2: f16_tile_avx512(a, R, xt, 2, K, yt, ldy); break;                                        \
-        default: f16_tile_avx512(a, R, xt, 3, K, yt, ldy); break;                                       \
+        case 1: f16_tile_avx512(ar, hr, R, xt, 1, K, yt, ldy); break;                                   \
+        case 2: f16_tile_avx512(ar, hr, R, xt, 2, K, yt, ldy); break;                                   \
+        default: f16_tile_avx512(ar, hr, R, xt, 3, K, yt, ldy); break;                                  \
         }                                                                                               \
         break;
 
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                               float *y, int64_t ldy, float *a)
 {
+    /* one or two tiles of tokens (a decode step of a few sequences): each row converted in
+     * registers where it is read, as often as there are tiles; more: once into a */
+    const int in_regs = n <= 6;
     for (int64_t r = r0; r < r1; r += 4) {
         const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
-        f16_to_f32_avx2(w + r * K, a, R * K);
+        const uint16_t *hr = in_regs ? w + r * K : NULL;
+        const float *ar = a;
+        if (!in_regs)
+            f16_to_f32_avx512(w + r * K, a, R * K);
         for (int t0 = 0; t0 < n; t0 += 3) {
             const int T = n - t0 < 3 ? n - t0 : 3;
             const float *xt = x + (size_t)t0 * K;

@@ -140,6 +140,41 @@ static int cand_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Moves the k first candidates of cand_cmp's order (a strict order: ids differ) to c[0..k), in
+ * that order, as sorting all n would leave them: quickselect (the median of three as pivot),
+ * then a sort of the k. O(n) on average where the whole sort was O(n log n): a greedy or top-k
+ * pick over a 128k vocabulary (a logit bias sends every token through here). */
+static void first_k(rt_cand *c, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n; /* the first k are c[0..hi) and include c[0..lo) */
+    while (hi - lo > 16) {
+        const size_t mid = lo + (hi - lo) / 2;
+        rt_cand t;
+        /* the median of c[lo], c[mid], c[hi - 1] into c[hi - 1] as the pivot */
+        if (cand_cmp(&c[mid], &c[lo]) < 0)
+            t = c[mid], c[mid] = c[lo], c[lo] = t;
+        if (cand_cmp(&c[hi - 1], &c[lo]) < 0)
+            t = c[hi - 1], c[hi - 1] = c[lo], c[lo] = t;
+        if (cand_cmp(&c[mid], &c[hi - 1]) < 0)
+            t = c[mid], c[mid] = c[hi - 1], c[hi - 1] = t;
+        const rt_cand pv = c[hi - 1];
+        size_t st = lo;
+        for (size_t i = lo; i + 1 < hi; i++)
+            if (cand_cmp(&c[i], &pv) < 0)
+                t = c[i], c[i] = c[st], c[st++] = t;
+        t = c[st], c[st] = c[hi - 1], c[hi - 1] = t; /* the pivot at its place, st */
+        if (st == k || st + 1 == k) { /* c[0..k) are the first k */
+            hi = k;
+            break;
+        }
+        if (st > k)
+            hi = st;
+        else
+            lo = st + 1;
+    }
+    qsort(c, hi, sizeof *c, cand_cmp);
+}
+
 /* p_i = softmax(logit_i / temp) over cands[0..k), cands sorted descending. */
 static void softmax(rt_cand *c, size_t k, float temp)
 {
@@ -165,14 +200,18 @@ size_t rt_sampler_filter(rt_sampler *s, rt_cand *c, size_t n)
             c[i].logit = c[i].logit <= 0 ? c[i].logit * p->repeat_penalty : c[i].logit / p->repeat_penalty;
             c[i].logit -= (float)cnt * p->freq_penalty + p->presence_penalty;
         }
-    qsort(c, n, sizeof *c, cand_cmp);
+    size_t k = n;
     if (p->temp <= 0.0f) {
+        first_k(c, n, 1);
         c[0].p = 1.0f;
         return 1;
     }
-    size_t k = n;
     if (p->top_k > 0 && (size_t)p->top_k < k)
         k = (size_t)p->top_k;
+    if (k < n)
+        first_k(c, n, k); /* only the first k are read below */
+    else
+        qsort(c, n, sizeof *c, cand_cmp);
     if (p->top_p < 1.0f) {
         softmax(c, k, 1.0f);
         double cum = 0;
