@@ -136,11 +136,15 @@ static void check_matmul(uint32_t type, int K, int M, int n)
         const bool amx = v == CPU_ISA_COUNT;
         const int isa = amx ? CPU_ISA_AVX512 : v;
         const cpu_qp_layout layout = cpu_codec_qp_layout(type, amx);
-        if (amx ? !(layout >= CPU_QP_AMX_I2S && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
+        if (amx ? !(cpu_qp_is_amx(layout) && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready() &&
+                    cpu_isa_runs(CPU_ISA_AVX512))
+                : !cpu_isa_runs((cpu_isa)isa))
             continue;
         for (int t = 0; t < n; t++)
             s[t] = cpu_act_quant((cpu_isa)isa, x + (size_t)t * K, K, q + (size_t)t * K, &qs[t]);
-        cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp);
+        const int parts = cpu_codec_qp_parts(layout, n); /* in two parts, as two threads pack them */
+        cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp, 0, parts / 2);
+        cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp, parts / 2, parts);
         cpu_qact a = {K, n, q, qp, s, qs, NULL, amx};
         const cpu_weight cw = {w, type, K, M};
         for (int i = 0; i < M * n; i++)
@@ -284,14 +288,86 @@ static void test_i2s(void **st)
             for (size_t c = 0; c < 11; c++)
                 if ((size_t)ks[a] * ms[b] * ns[c] < 3000000)
                     check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
-    /* the AMX tiles' sizes (cpu_amx.c: 32 rows x 32 tokens a pass, codes in chunks of 64): one
-     * block (its fields in order), pairs and an odd block, row ranges and token counts off 16 and
-     * 32, a prompt-sized step */
-    const int amx[][3] = {{128, 3, 16}, {384, 37, 17}, {640, 70, 33}, {640, 33, 47}, {2560, 70, 16}, {1152, 97, 64}};
+    /* the AMX tiles' sizes (cpu_amx.c: 32 rows x 32 tokens a pass, codes in chunks of 64, sums
+     * carried for 256 tokens): one block (its fields in order), pairs and an odd block, row ranges
+     * and token counts off 16 and 32, a prompt-sized step, two groups of tokens */
+    const int amx[][3] = {{128, 3, 16},  {384, 37, 17},  {640, 70, 33},
+                          {640, 33, 47}, {2560, 70, 16}, {1152, 97, 64}, {640, 37, 300}};
     if (!cpu_amx_ready())
-        printf("no AMX on this CPU (or not granted by the kernel): the tile product is not run\n");
+        printf("no AMX on this CPU (or not granted by the kernel): the tile product is not run; "
+               "test_amx_layout checks its packed layout\n");
     for (size_t i = 0; i < sizeof amx / sizeof amx[0]; i++)
         check_matmul(FMT_I2_S, amx[i][0], amx[i][1], amx[i][2]);
+}
+
+/* The AMX tiles' data layout on any CPU: the step's codes packed as cpu_amx_pack lays them out
+ * (in two parts, as two threads pack them), multiplied in C as tdpbusd does (C[r][t] += sum_j
+ * A[r][4 i + j] B[i][4 t + j] over a chunk's 16 rows i of B) against the weights' codes in the
+ * order cpu_amx.c unpacks them (I2_S: field f of a 64-byte load of two blocks, an odd block's
+ * fields 0, 1 then 2, 3; TQ: element order), less the token's (block) code sum. Rule: each sum
+ * equals sum_k t_k q_k from the codec's own row decode, exactly (integers). */
+static void check_amx_layout(uint32_t type, int K, int M, int n)
+{
+    const fmt_codec *c = fmt_codec_find(type);
+    const bool i2s = type == FMT_I2_S;
+    const int nch = K / 64, pairs = K / 256, nb = K / 256, np = (n + 31) / 32 * 32;
+    uint8_t *w = random_ternary(type, K, M, 0.37f);
+    int8_t *q = malloc((size_t)K * n), *qp = malloc(cpu_amx_pack_bytes(K, n)), *t = malloc((size_t)K);
+    uint8_t code[64];
+    for (int i = 0; i < K * n; i++)
+        q[i] = (int8_t)(rnd() % 255 - 127);
+    const cpu_qp_layout layout = cpu_codec_qp_layout(type, true);
+    const int parts = cpu_codec_qp_parts(layout, n);
+    cpu_codec_qp_pack(layout, CPU_ISA_SCALAR, q, K, n, qp, parts / 2, parts);
+    cpu_codec_qp_pack(layout, CPU_ISA_SCALAR, q, K, n, qp, 0, parts / 2);
+    const int32_t *bsum = (const int32_t *)(qp + (size_t)np * K);
+    for (int r = 0; r < M; r++) {
+        assert_int_equal(fmt_decode_ternary_row(c, w, K, M, r, t), 0);
+        for (int tok = 0; tok < n; tok++) {
+            int64_t got = 0, want = 0, blk = 0;
+            for (int ch = 0; ch < nch; ch++) {
+                for (int i = 0; i < 64; i++) /* the row's codes of chunk ch, in the kernel's order */
+                    if (!i2s)
+                        code[i] = (uint8_t)(t[ch * 64 + i] + 1);
+                    else if (ch < 4 * pairs)
+                        code[i] = (uint8_t)((w[(size_t)r * (K / 4) + ch / 4 * 64 + i] >> (6 - 2 * (ch % 4))) & 3);
+                    else {
+                        const uint8_t byte = w[(size_t)r * (K / 4) + pairs * 64 + i % 32];
+                        code[i] = (uint8_t)((byte >> (6 - 2 * (2 * (ch - 4 * pairs) + i / 32))) & 3);
+                    }
+                const int8_t *tile = qp + ((size_t)(tok / 16) * nch + ch) * 1024;
+                for (int i = 0; i < 16; i++)
+                    for (int j = 0; j < 4; j++)
+                        blk += code[4 * i + j] * tile[i * 64 + (tok % 16) * 4 + j];
+                if (!i2s && ch % 4 == 3) { /* a TQ block's end: less its code sum */
+                    got += blk - bsum[(size_t)(ch / 4) * np + tok];
+                    blk = 0;
+                }
+            }
+            if (i2s) {
+                int64_t qs = 0;
+                for (int k = 0; k < K; k++)
+                    qs += q[(size_t)tok * K + k];
+                got = blk - qs;
+            }
+            for (int k = 0; k < K; k++)
+                want += t[k] * q[(size_t)tok * K + k];
+            if (got != want)
+                fail_msg("%s K %d n %d: row %d token %d: tile layout sum %lld, decoded row %lld", fmt_type_name(type),
+                         K, n, r, tok, (long long)got, (long long)want);
+        }
+    }
+    (void)nb;
+    free(w), free(q), free(qp), free(t);
+}
+
+static void test_amx_layout(void **st)
+{
+    (void)st;
+    check_amx_layout(FMT_I2_S, 384, 5, 17); /* a pair and an odd block */
+    check_amx_layout(FMT_I2_S, 128, 3, 33);
+    check_amx_layout(FMT_TQ2_0, 512, 4, 40);
+    check_amx_layout(FMT_TQ1_0, 768, 3, 16);
 }
 
 /* TQ1_0 / TQ2_0 through the tiled kernels of cpu_tq.c (four rows a pass, tokens 2 (AVX2) or 4
@@ -336,11 +412,18 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
         for (int v = 0; v <= CPU_ISA_COUNT; v++) { /* CPU_ISA_COUNT: the AMX tiles (cpu_amx.c) */
             const bool amx = v == CPU_ISA_COUNT;
             const int isa = amx ? CPU_ISA_AVX512 : v;
-            if (amx ? !(n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready()) : !cpu_isa_runs((cpu_isa)isa))
+            if (amx ? !(n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512))
+                    : !cpu_isa_runs((cpu_isa)isa)) {
+                if (amx && n >= CPU_AMX_MIN_TOKENS && !q8k)
+                    printf("%s K %d n %d: no AMX here, the tile product not run (test_amx_layout checks "
+                           "its layout)\n", fmt_type_name(type), K, n);
                 continue;
+            }
             cpu_qact av = a;
             if (amx) {
-                cpu_codec_qp_pack(CPU_QP_AMX_TQ, CPU_ISA_AVX512, q, K, n, qp);
+                const int parts = cpu_codec_qp_parts(CPU_QP_AMX_TQ, n);
+                cpu_codec_qp_pack(CPU_QP_AMX_TQ, CPU_ISA_AVX512, q, K, n, qp, parts / 2, parts);
+                cpu_codec_qp_pack(CPU_QP_AMX_TQ, CPU_ISA_AVX512, q, K, n, qp, 0, parts / 2);
                 av.qp = qp;
                 av.amx = true;
             }
@@ -366,7 +449,7 @@ static void test_tq(void **st)
     check_matmul(FMT_TQ1_0, 768, 9, 3);
     check_matmul(FMT_TQ2_0, 512, 7, 2);
     check_matmul(FMT_TQ2_0, 1280, 3, 1);
-    /* AMX (n >= 8): 32-row blocks, two blocks a segment, double sums for 64 tokens at a time */
+    /* AMX (n >= 8): 32-row blocks, two blocks a segment, double sums for 128 tokens at a time */
     const int shapes[][3] = {{768, 13, 7}, {256, 6, 65}, {1280, 3, 5}, {512, 1, 1}, {768, 37, 130}, {1280, 70, 16}};
     for (int ti = 0; ti < 2; ti++)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
@@ -393,7 +476,9 @@ static void test_tq_q8k(void **st)
         x[i] = 0.0f;
     for (int i = 0; i < 256; i++) /* token 1, block 1: ties of |x| (+1.5 first, then -1.5), codes on .5 */
         x[K + 256 + i] = i == 40 ? 1.5f : i == 41 ? -1.5f : (float)(i % 5 - 2) * (1.5f / 127.0f) * 0.5f;
-    x[2 * K + 600] = NAN; /* token 2, block 2: a NaN, which the scalar walk's max skips */
+    for (int i = 0; i < 256; i++) /* token 2, block 2: its largest |x| before a NaN in the same */
+        x[2 * K + 512 + i] = i == 8 ? 1.9f : 0.1f; /* lane of a later vector, which the walk skips */
+    x[2 * K + 600] = NAN;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) { /* every level: the reference's codes and scales */
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;
@@ -1271,8 +1356,10 @@ static void test_tuned_kernels(void **st)
     tmp_cache_enter(&tc);
     for (int l = -1; l <= CPU_ISA_COUNT; l++) { /* -1: as tuned; CPU_ISA_COUNT: AVX-512 without AMX */
         const bool no_amx = l == CPU_ISA_COUNT;
-        if (no_amx && !(cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512)))
+        if (no_amx && !(cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512))) {
+            print_message("no AMX here: the prompt's tiles against the AVX-512 kernels not run\n");
             continue;
+        }
         if (!no_amx && l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
             continue;
         if (no_amx) {
@@ -1784,7 +1871,7 @@ static void test_bad_threads(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
+        cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s), cmocka_unit_test(test_amx_layout),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
         cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),

@@ -944,12 +944,14 @@ static void test_nonfinite_values(void **state)
             free(i2);
             if (k == 3) break;
         }
-    /* F16's check scans runs of 4096 elements branch-free, then the run with the bad value:
-     * a value in the third run (and the tensor's last one) is named by its own index */
+    /* F16's check scans whole runs of 4096 elements four a word, branch-free, then element by
+     * element from the run with the bad value and in the last partial run: a value in each
+     * lane of a word of the second run, in the third (partial) run and the tensor's last one is
+     * named by its own index */
     const int64_t ne_big[4] = {10001, 1, 1, 1};
     uint16_t *big = malloc(sizeof(uint16_t) * 10001);
-    const int64_t at[3] = {8195, 10000, -1};
-    for (int c = 0; c < 3; c++) {
+    const int64_t at[7] = {4096, 4097, 5002, 6143, 8195, 10000, -1};
+    for (int c = 0; c < 7; c++) {
         for (int i = 0; i < 10001; i++)
             big[i] = fmt_f32_to_f16(0.25f * (float)(i % 9));
         if (at[c] >= 0)

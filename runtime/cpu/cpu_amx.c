@@ -1,4 +1,4 @@
-/* cpu_amx.c - the I2_S prompt product on AMX tiles (cpu_amx.h).
+/* cpu_amx.c - the I2_S and TQ1_0 / TQ2_0 prompt products on AMX tiles (cpu_amx.h).
  *
  * Tiles: 0..3 the sums of 32 rows x 32 tokens (rows 16 r + tokens 16 t in tile 2 r + t), 4 and
  * 5 the weights of rows 0..15 and 16..31 (codes 0..2, unsigned), 6 and 7 the activations of
@@ -42,6 +42,9 @@ static void probe(void)
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25)))
         return; /* no AMX-TILE / AMX-INT8 */
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))
+        return; /* the unpacks and block sums around the tiles are AVX-512 */
     /* Linux hands the tile data state (XFEATURE 18) to a process that asks (ARCH_REQ_XCOMP_PERM) */
     ready = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 #endif
@@ -84,9 +87,18 @@ static inline void chunk_src(int K, int c, bool i2s, int *lo, int *hi)
 
 int cpu_amx_pack_groups(int n) { return (int)(padded(n) / 16); }
 
+static int32_t block_sum_c(const int8_t *p)
+{
+    int32_t s = 0;
+    for (int k = 0; k < 256; k++)
+        s += p[k];
+    return s;
+}
+
 #if AMX_BUILD
-/* The sum of 256 int8 codes: (code + 128) summed by vpsadbw, less 256 * 128 (exact). */
-__attribute__((target("avx512f,avx512bw"))) static int32_t block_sum(const int8_t *p)
+/* The sum of 256 int8 codes: (code + 128) summed by vpsadbw, less 256 * 128 (exact); plain C
+ * on a CPU without AVX-512 (the layout's tests run everywhere). */
+__attribute__((target("avx512f,avx512bw"))) static int32_t block_sum_avx512(const int8_t *p)
 {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     __m512i s = _mm512_setzero_si512();
@@ -95,14 +107,12 @@ __attribute__((target("avx512f,avx512bw"))) static int32_t block_sum(const int8_
                                                 _mm512_setzero_si512()));
     return (int32_t)(_mm512_reduce_add_epi64(s) - 256 * 128);
 }
-#else
 static int32_t block_sum(const int8_t *p)
 {
-    int32_t s = 0;
-    for (int k = 0; k < 256; k++)
-        s += p[k];
-    return s;
+    return __builtin_cpu_supports("avx512bw") ? block_sum_avx512(p) : block_sum_c(p);
 }
+#else
+static int32_t block_sum(const int8_t *p) { return block_sum_c(p); }
 #endif
 
 void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out, int g0, int g1)
@@ -142,6 +152,20 @@ typedef struct {
     uint16_t colsb[16];
     uint8_t rows[16];
 } tile_cfg;
+
+/* This thread's tile configuration: palette 1, eight tiles of 16 rows x 64 bytes (released by
+ * _tile_release at the end of each product). */
+TARGET_AMX static void load_tiles(void)
+{
+    tile_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+}
 
 /* Chunks c0 .. c1 (c0 a multiple of 4: whole pairs) of rows r .. r + ROWS (those below r1; the
  * rest zeros) of w into sc: [chunk - c0][ROWS][64] codes. */
@@ -223,14 +247,7 @@ TARGET_AMX void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64
     const size_t group = (size_t)nch * TILE; /* bytes of 16 tokens' packed codes */
     uint8_t *sc = scratch;                   /* SEG chunks of ROWS unpacked rows */
     int32_t(*acc)[4][16][16] = (void *)(sc + (size_t)SEG * ROWS * CHUNK); /* a group's sums between segments */
-    tile_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    _tile_loadconfig(&cfg);
+    load_tiles();
     for (int g0 = 0; g0 < n; g0 += GROUP) /* tokens g0 .. g0 + GROUP */
         for (int64_t r = r0; r < r1; r += ROWS)
             for (int c0 = 0; c0 < nch; c0 += SEG) {
@@ -312,14 +329,7 @@ TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, c
     double *bs = acc + ROWS * TQ_GROUP;                       /* [nb][TQ_GROUP] */
     double *dw = bs + (size_t)nb * TQ_GROUP;                  /* [ROWS][SEG / 4] */
     int32_t(*sums)[16][16] = (void *)(dw + ROWS * (SEG / 4));
-    tile_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
-    _tile_loadconfig(&cfg);
+    load_tiles();
     for (int g0 = 0; g0 < n; g0 += TQ_GROUP) {
         const int gn = n - g0 < TQ_GROUP ? n - g0 : TQ_GROUP;
         for (int b = 0; b < nb; b++) /* the tokens' block scales (1 for per-token codes) */

@@ -1,4 +1,4 @@
-/* cpu_amx.h - Intel AMX tiles for the I2_S products of prompts.
+/* cpu_amx.h - Intel AMX tiles for the ternary products (I2_S, TQ1_0, TQ2_0) of prompts.
  *
  * Owns: whether this process may run AMX tile instructions (CPUID's AMX-TILE and AMX-INT8, and
  * Linux's permission for the tile data state, asked once per process), the activation layout

@@ -292,7 +292,7 @@ cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx)
 
 int cpu_codec_qp_parts(cpu_qp_layout layout, int n)
 {
-    return layout == CPU_QP_AMX_I2S || layout == CPU_QP_AMX_TQ ? cpu_amx_pack_groups(n) : 1;
+    return cpu_qp_is_amx(layout) ? cpu_amx_pack_groups(n) : 1;
 }
 
 void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K, int n, int8_t *qp, int part0,
@@ -300,7 +300,7 @@ void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K
 {
     if (layout == CPU_QP_I2S && part0 == 0 && part1 > 0)
         cpu_i2s_pack(isa, q, K, n, qp);
-    else if (layout == CPU_QP_AMX_I2S || layout == CPU_QP_AMX_TQ)
+    else if (cpu_qp_is_amx(layout))
         cpu_amx_pack(q, K, n, layout == CPU_QP_AMX_I2S, qp, part0, part1);
 }
 

@@ -49,6 +49,7 @@ size_t cpu_codec_scratch(int64_t ne0);
  * in element order for TQ1_0 / TQ2_0. */
 typedef enum { CPU_QP_NONE, CPU_QP_I2S, CPU_QP_AMX_I2S, CPU_QP_AMX_TQ } cpu_qp_layout;
 cpu_qp_layout cpu_codec_qp_layout(uint32_t type, bool amx);
+static inline bool cpu_qp_is_amx(cpu_qp_layout l) { return l == CPU_QP_AMX_I2S || l == CPU_QP_AMX_TQ; }
 /* q [n][K] into qp in that layout (nothing for CPU_QP_NONE), as parts 0 .. cpu_codec_qp_parts
  * that may be packed side by side (part0 .. part1 here). */
 int cpu_codec_qp_parts(cpu_qp_layout layout, int n);

@@ -411,7 +411,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             return -1;
         }
     const char *amx_env = getenv("TERNION_CPU_AMX");
-    e->amx = cpu_amx_ready() && !(amx_env && !strcmp(amx_env, "0"));
+    e->amx = !(amx_env && !strcmp(amx_env, "0")) && cpu_amx_ready(); /* off: no permission asked */
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else

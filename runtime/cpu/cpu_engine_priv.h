@@ -38,7 +38,7 @@ struct cpu_engine {
     cpu_pick pick[CPU_OP_COUNT];   /* the level each tuned op runs (cpu_tune.h): the ternary
                                       products of one-token steps and prompts, the LM head over a
                                       float table; every candidate gives the same bits */
-    bool amx;                 /* prompt steps at the AVX-512 level run I2_S products on AMX tiles */
+    bool amx;                 /* prompt steps at the AVX-512 level run I2_S / TQ products on AMX tiles */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;

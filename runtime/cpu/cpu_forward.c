@@ -167,7 +167,7 @@ static cpu_qact qact_of(const cpu_run *r, const cpu_step_op *so)
     cpu_engine *e = r->e;
     return (cpu_qact){.K = WIDTH(e, so->op->in[0]), .n = r->s->n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
                       .bs = r->q8k ? e->qbs : NULL,
-                      .amx = cpu_codec_qp_layout(so->codec->type, r->amx) >= CPU_QP_AMX_I2S};
+                      .amx = cpu_qp_is_amx(cpu_codec_qp_layout(so->codec->type, r->amx))};
 }
 
 static void matmul_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)

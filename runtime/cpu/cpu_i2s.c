@@ -137,12 +137,13 @@ CPU_TARGET_AVX512 static void q8k_block_avx512(const float *x, int8_t *q, float 
     const __m512 sign = _mm512_set1_ps(-0.0f);
     __m512 m = _mm512_setzero_ps();
     for (int j = 0; j < 256; j += 16)
-        m = _mm512_max_ps(m, _mm512_andnot_ps(sign, _mm512_loadu_ps(x + j)));
+        m = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_loadu_ps(x + j)), m); /* a NaN: m (vmaxps returns
+                                                                                  the second), as the walk skips it */
     const float amax = _mm512_reduce_max_ps(m);
     int j = 0;
     while (j < 256 && fabsf(x[j]) != amax)
         j++;
-    if (!(amax > 0) || j == 256) { /* all zero, or a NaN (which the scalar walk skips) */
+    if (!(amax > 0) || j == 256) { /* all zero (or NaN) */
         q8k_block(x, q, d);
         return;
     }

@@ -28,8 +28,8 @@ typedef struct {
     const float *bs;      /* [n][K / 256] the codes' scales per block of 256 (x = code * bs) when
                            * quantized as llama.cpp's Q8_K (cpu_act_quant_q8k; s, qsum unused),
                            * else NULL */
-    bool amx;             /* qp is in cpu_amx_pack's layout and the I2_S products run on AMX tiles
-                           * (cpu_amx.h): a prompt step at the AVX-512 level on a CPU with AMX */
+    bool amx;             /* qp is in cpu_amx_pack's layout and the I2_S / TQ products run on AMX
+                           * tiles (cpu_amx.h): a prompt step at the AVX-512 level on a CPU with AMX */
 } cpu_qact;
 
 /* Quantizes one token's x[K] into q[K]; returns the scale s, *out_sum = sum of the codes.
@@ -39,9 +39,9 @@ float cpu_act_quant(cpu_isa isa, const float *x, int K, int8_t *q, int32_t *out_
  * bitlinear op's `act_quant: q8_k`), exactly tests/ref's ref_act_quant_q8k: per block B of 256,
  * max = the first element of largest |x|, iscale = -127 / max, q = min(127,
  * round_half_even(iscale * x)), d[B] = 1 / iscale (an all-zero block: 0). AVX-512: the
- * block's max |x| by vector maxima, then its first element of that magnitude (the scalar walk's
- * choice), the codes 16 at a time: the same operations, the same bits (a block with a NaN
- * takes the scalar walk). */
+ * block's max |x| by vector maxima that skip a NaN as the scalar walk's comparison does, then
+ * its first element of that magnitude (the walk's choice), the codes 16 at a time: the same
+ * operations, the same bits. */
 void cpu_act_quant_q8k(cpu_isa isa, const float *x, int K, int8_t *q, float *d);
 /* q [n][K] into the I2_S kernels' layout at this level (n * K bytes). AVX-512: per token, the
  * codes of the two blocks one 64-byte load of weights holds, field by field, and tokens in tiles

@@ -120,7 +120,7 @@ static void ternary_layer(cpu_engine *e, cpu_isa isa, int L, int n, int64_t max_
         const cpu_qp_layout layout = cpu_codec_qp_layout(so->codec->type, cpu_engine_amx_step(e, isa, n));
         cpu_codec_qp_pack(layout, isa, e->q, K, n, e->qp, 0, cpu_codec_qp_parts(layout, n));
         const cpu_qact a = {.K = K, .n = n, .q = e->q, .qp = e->qp, .s = e->qs, .qsum = e->qsum,
-                            .amx = layout >= CPU_QP_AMX_I2S};
+                            .amx = cpu_qp_is_amx(layout)};
         tune_job j = {.e = e, .isa = isa, .codec = so->codec, .w = w, .a = &a, .rows = rows, .y = y};
         cpu_pool_run(e->pool, tune_main, &j, n > 1 ? e->n_threads_batch : e->n_threads);
     }
