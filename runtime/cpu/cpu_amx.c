@@ -167,6 +167,32 @@ TARGET_AMX static void load_tiles(void)
     _tile_loadconfig(&cfg);
 }
 
+/* One chunk of 64 k: the 32 rows' codes at wc (tiles 4, 5) times the tokens' codes at a0 (tile
+ * 6) and, when two, a1 (tile 7), into the sums of tiles 0 .. 3 (rows 16 h + tokens 16 t in
+ * tile 2 h + t). */
+TARGET_AMX static inline __attribute__((always_inline)) void chunk_product(const uint8_t *wc, const int8_t *a0,
+                                                                           const int8_t *a1, bool two)
+{
+    _tile_loadd(4, wc, 64);
+    _tile_loadd(5, wc + TILE, 64);
+    _tile_loadd(6, a0, 64);
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(2, 5, 6);
+    if (two) {
+        _tile_loadd(7, a1, 64);
+        _tile_dpbusd(1, 4, 7);
+        _tile_dpbusd(3, 5, 7);
+    }
+}
+
+TARGET_AMX static inline __attribute__((always_inline)) void store_sums(int32_t sums[4][16][16])
+{
+    _tile_stored(0, sums[0], 64);
+    _tile_stored(1, sums[1], 64);
+    _tile_stored(2, sums[2], 64);
+    _tile_stored(3, sums[3], 64);
+}
+
 /* Chunks c0 .. c1 (c0 a multiple of 4: whole pairs) of rows r .. r + ROWS (those below r1; the
  * rest zeros) of w into sc: [chunk - c0][ROWS][64] codes. */
 TARGET_AMX static void unpack_rows(const uint8_t *w, int K, int64_t r, int64_t r1, int c0, int c1, uint8_t *sc)
@@ -268,23 +294,9 @@ TARGET_AMX void cpu_amx_i2s_matmul(const uint8_t *w, float ws, int64_t r0, int64
                         _tile_loadd(2, sums[2], 64);
                         _tile_loadd(3, sums[3], 64);
                     }
-                    for (int c = 0; c < c1 - c0; c++) {
-                        const uint8_t *wc = sc + (size_t)c * ROWS * CHUNK;
-                        _tile_loadd(4, wc, 64);
-                        _tile_loadd(5, wc + TILE, 64);
-                        _tile_loadd(6, b0 + (size_t)c * TILE, 64);
-                        _tile_dpbusd(0, 4, 6);
-                        _tile_dpbusd(2, 5, 6);
-                        if (two) {
-                            _tile_loadd(7, b1 + (size_t)c * TILE, 64);
-                            _tile_dpbusd(1, 4, 7);
-                            _tile_dpbusd(3, 5, 7);
-                        }
-                    }
-                    _tile_stored(0, sums[0], 64);
-                    _tile_stored(1, sums[1], 64);
-                    _tile_stored(2, sums[2], 64);
-                    _tile_stored(3, sums[3], 64);
+                    for (int c = 0; c < c1 - c0; c++)
+                        chunk_product(sc + (size_t)c * ROWS * CHUNK, b0 + (size_t)c * TILE, b1 + (size_t)c * TILE, two);
+                    store_sums(sums);
                     if (last)
                         for (int h = 0; h < 2; h++) /* rows 16 h .. 16 h + 15 */
                             for (int tt = 0; tt < 1 + two; tt++)
@@ -349,23 +361,10 @@ TARGET_AMX void cpu_amx_tq_matmul(const cpu_weight *w, int64_t r0, int64_t r1, c
                         _tile_zero(2);
                         _tile_zero(3);
                         for (int cc = 0; cc < 4; cc++) {
-                            const int c = 4 * (b0 + b) + cc; /* the chunk in the row */
-                            const uint8_t *wc = sc + (size_t)(4 * b + cc) * ROWS * CHUNK;
-                            _tile_loadd(4, wc, 64);
-                            _tile_loadd(5, wc + TILE, 64);
-                            _tile_loadd(6, q0 + (size_t)c * TILE, 64);
-                            _tile_dpbusd(0, 4, 6);
-                            _tile_dpbusd(2, 5, 6);
-                            if (two) {
-                                _tile_loadd(7, q1 + (size_t)c * TILE, 64);
-                                _tile_dpbusd(1, 4, 7);
-                                _tile_dpbusd(3, 5, 7);
-                            }
+                            const size_t c = 4 * (size_t)(b0 + b) + cc; /* the chunk in the row */
+                            chunk_product(sc + (size_t)(4 * b + cc) * ROWS * CHUNK, q0 + c * TILE, q1 + c * TILE, two);
                         }
-                        _tile_stored(0, sums[0], 64);
-                        _tile_stored(1, sums[1], 64);
-                        _tile_stored(2, sums[2], 64);
-                        _tile_stored(3, sums[3], 64);
+                        store_sums(sums);
                         /* per (row, token): sum += (block sum - code sum) * (d_w * d_x), exact
                          * products (cpu_tq.h), added in block order */
                         const int32_t *qb = qs + (size_t)(b0 + b) * np;
