@@ -902,55 +902,17 @@ static void test_norm_rows(void **st)
     free(yr);
 }
 
-/* A norm per head (cpu_norm_row with group head_dim, Qwen3's QK-norm) against the reference's
- * row code run on each head alone: 5 heads of 24 and 3 of 128 (a weight and bias of one head;
- * the output poisoned first, so a head left unwritten fails), and the whole row as one group.
- * Rule: bit for bit (the same float operations per head: test_norm_rows's rule). */
-static void test_norm_per_head(void **st)
-{
-    (void)st;
-    static const int shape[][2] = {{5, 24}, {3, 128}, {1, 1001}}; /* heads, head width */
-    for (size_t s = 0; s < sizeof shape / sizeof shape[0]; s++) {
-        const int H = shape[s][0], hd = shape[s][1], n = H * hd;
-        float *x = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * hd), *b = malloc(sizeof(float) * hd),
-              *y = malloc(sizeof(float) * n), *yr = malloc(sizeof(float) * n);
-        for (int i = 0; i < n; i++)
-            x[i] = 0.3f * (float)(i / hd) + frnd(2.0f); /* heads of different scales */
-        for (int i = 0; i < hd; i++) {
-            w[i] = 1.0f + frnd(0.1f);
-            b[i] = frnd(0.1f);
-        }
-        for (int r = 0; r < gen_norm_count(); r++) {
-            const gen_norm *g = gen_norm_at(r);
-            const cpu_norm *c = cpu_norm_find(g->name);
-            const float p[GEN_MAX_PARAMS] = {1e-6f, (float)GEN_NORM_PER_HEAD};
-            if (!c)
-                continue;
-            for (int i = 0; i < n; i++)
-                y[i] = NAN;
-            cpu_norm_row(c, x, w, g->bias ? b : NULL, n, hd, p, y);
-            for (int h = 0; h < H; h++)
-                g->ref(x + h * hd, w, g->bias ? b : NULL, hd, p, yr + h * hd);
-            if (memcmp(y, yr, sizeof(float) * n))
-                fail_msg("norm %s per head (%d heads of %d): the CPU backend differs from the reference", g->name, H,
-                         hd);
-        }
-        free(x);
-        free(w);
-        free(b);
-        free(y);
-        free(yr);
-    }
-}
-
-/* Several tokens' rows at once (cpu_norm_rows: rmsnorm's rows 8 at a time as independent
- * chains) against the reference's row code on each (token, group) alone: 1, 3 and 11 tokens,
- * whole rows and heads of 24 (a batch of 8 spanning tokens), rows apart by more than their
- * width, in place and into another buffer (poisoned first). Rule: bit for bit. */
+/* A step's rows (cpu_norm_rows: rmsnorm's rows 8 at a time as independent chains; a norm `per:
+ * head`, Qwen3's QK-norm, each head_dim group on its own with one head's weight and bias)
+ * against the reference's row code on each (token, group) alone: 1, 3 and 11 tokens, whole
+ * rows and heads of 24, 64 and 128 (a batch of 8 spanning tokens), rows apart by more than
+ * their width, in place and into another buffer (poisoned first). Rule: bit for bit (the same
+ * float operations per group: test_norm_rows's rule). */
 static void test_norm_many_rows(void **st)
 {
     (void)st;
-    static const int shape[][3] = {{1, 1, 1001}, {3, 1, 2560}, {11, 1, 300}, {3, 5, 24}, {11, 3, 64}}; /* T, H, hd */
+    static const int shape[][3] = {{1, 1, 1001}, {3, 1, 2560}, {11, 1, 300}, {1, 5, 24},
+                                   {1, 3, 128},  {3, 5, 24},   {11, 3, 64}}; /* tokens, heads, head width */
     for (size_t s = 0; s < sizeof shape / sizeof shape[0]; s++) {
         const int T = shape[s][0], H = shape[s][1], hd = shape[s][2], n = H * hd, ld = n + 5;
         float *x = malloc(sizeof(float) * T * ld), *y = malloc(sizeof(float) * T * ld),
@@ -1354,18 +1316,17 @@ static void test_tuned_kernels(void **st)
     int vocab = 0;
     tmp_cache tc;
     tmp_cache_enter(&tc);
-    for (int l = -1; l <= CPU_ISA_COUNT; l++) { /* -1: as tuned; CPU_ISA_COUNT: AVX-512 without AMX */
-        const bool no_amx = l == CPU_ISA_COUNT;
+    for (int run = -1; run <= CPU_ISA_COUNT; run++) { /* -1: as tuned; CPU_ISA_COUNT: AVX-512 without AMX */
+        const bool no_amx = run == CPU_ISA_COUNT;
+        const int l = no_amx ? CPU_ISA_AVX512 : run;
         if (no_amx && !(cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512))) {
             print_message("no AMX here: the prompt's tiles against the AVX-512 kernels not run\n");
             continue;
         }
-        if (!no_amx && l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
+        if (l >= 0 && (l == CPU_ISA_NEON || !cpu_isa_runs((cpu_isa)l)))
             continue;
-        if (no_amx) {
-            l = CPU_ISA_AVX512;
+        if (no_amx)
             setenv("TERNION_CPU_AMX", "0", 1);
-        }
         char ks[96];
         const char *n = cpu_isa_name((cpu_isa)l);
         snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s,attention=%s", n,
@@ -1398,10 +1359,8 @@ static void test_tuned_kernels(void **st)
                 free(got[k]);
             }
         }
-        if (no_amx) {
+        if (no_amx)
             unsetenv("TERNION_CPU_AMX");
-            l = CPU_ISA_COUNT;
-        }
     }
     unsetenv("TERNION_CPU_KERNELS");
     free(want[0]);
@@ -1876,7 +1835,7 @@ int main(void)
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),
-        cmocka_unit_test(test_norm_per_head), cmocka_unit_test(test_norm_many_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
+        cmocka_unit_test(test_norm_many_rows),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,33 +87,14 @@ static inline void chunk_src(int K, int c, bool i2s, int *lo, int *hi)
 
 int cpu_amx_pack_groups(int n) { return (int)(padded(n) / 16); }
 
-static int32_t block_sum_c(const int8_t *p)
+/* The sum of a block's 256 codes (a fixed-length loop the compiler vectorizes). */
+static int32_t block_sum(const int8_t *p)
 {
     int32_t s = 0;
     for (int k = 0; k < 256; k++)
         s += p[k];
     return s;
 }
-
-#if AMX_BUILD
-/* The sum of 256 int8 codes: (code + 128) summed by vpsadbw, less 256 * 128 (exact); plain C
- * on a CPU without AVX-512 (the layout's tests run everywhere). */
-__attribute__((target("avx512f,avx512bw"))) static int32_t block_sum_avx512(const int8_t *p)
-{
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512i s = _mm512_setzero_si512();
-    for (int k = 0; k < 256; k += 64)
-        s = _mm512_add_epi64(s, _mm512_sad_epu8(_mm512_xor_si512(_mm512_loadu_si512(p + k), flip),
-                                                _mm512_setzero_si512()));
-    return (int32_t)(_mm512_reduce_add_epi64(s) - 256 * 128);
-}
-static int32_t block_sum(const int8_t *p)
-{
-    return __builtin_cpu_supports("avx512bw") ? block_sum_avx512(p) : block_sum_c(p);
-}
-#else
-static int32_t block_sum(const int8_t *p) { return block_sum_c(p); }
-#endif
 
 void cpu_amx_pack(const int8_t *q, int K, int n, bool i2s, int8_t *out, int g0, int g1)
 {

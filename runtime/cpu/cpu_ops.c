@@ -101,13 +101,6 @@ const cpu_norm *cpu_norm_find(const char *name)
     return NULL;
 }
 
-void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float *b, int width, int group,
-                  const float *p, float *y)
-{
-    for (int g = 0; g < width; g += group)
-        n->fn(x + g, w, b, group, p, y + g);
-}
-
 void cpu_norm_rows(const cpu_norm *n, const float *x, size_t ldx, const float *w, const float *b, int width, int group,
                    const float *p, float *y, size_t ldy, int rows)
 {

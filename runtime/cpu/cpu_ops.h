@@ -26,14 +26,11 @@ typedef struct {
     void (*rows)(const float *const *x, const float *w, const float *b, int n, const float *p, float *const *y, int m);
 } cpu_norm;
 const cpu_norm *cpu_norm_find(const char *name);
-/* One token's row of width floats through norm n, each group of `group` floats (width a
- * multiple of it) normalised on its own with the same w and b of `group` floats: group =
- * width for a whole-row norm, head_dim for a norm `per: head` (rt_cpu_op.param[1] 1, Qwen3's
- * QK-norm); y may alias x. */
-void cpu_norm_row(const cpu_norm *n, const float *x, const float *w, const float *b, int width, int group,
-                  const float *p, float *y);
-/* cpu_norm_row for rows tokens (x and y ldx, ldy floats apart), their groups 8 at a time
- * through the row's `rows` function where it has one: the same bits. */
+/* rows tokens' rows of width floats (x and y ldx, ldy floats apart) through norm n, each group
+ * of `group` floats (width a multiple of it) normalised on its own with the same w and b of
+ * `group` floats: group = width for a whole-row norm, head_dim for a norm `per: head`
+ * (rt_cpu_op.param[1] 1, Qwen3's QK-norm); y may alias x. The groups go 8 at a time through
+ * the row's `rows` function where it has one, else one by one through fn: the same bits. */
 void cpu_norm_rows(const cpu_norm *n, const float *x, size_t ldx, const float *w, const float *b, int width, int group,
                    const float *p, float *y, size_t ldy, int rows);
 /* y = x / sqrt(mean(x^2) + eps) * w (w may be NULL); y may alias x: the rmsnorm row. */
