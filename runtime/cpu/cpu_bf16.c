@@ -1,6 +1,7 @@
 /* cpu_bf16.c - BF16 weights on the native backend (cpu_bf16.h): widen, activation rounding,
  * dot products per ISA level. */
 #include "cpu/cpu_bf16.h"
+#include "cpu/cpu_stream.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -59,6 +60,7 @@ CPU_TARGET_AVX2 static float dot_bf16_avx2(const uint16_t *w, const uint16_t *x,
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     int i = 0;
     for (; i + 16 <= n; i += 16) {
+        cpu_stream_ahead(w + i);
         s0 = _mm256_fmadd_ps(widen8(w + i), widen8(x + i), s0); /* the product is exact: fma == mul + add */
         s1 = _mm256_fmadd_ps(widen8(w + i + 8), widen8(x + i + 8), s1);
     }
@@ -82,6 +84,7 @@ CPU_TARGET_AVX512 static float dot_bf16_avx512(const uint16_t *w, const uint16_t
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     int i = 0;
     for (; i + 32 <= n; i += 32) {
+        cpu_stream_ahead(w + i);
         s0 = _mm512_fmadd_ps(widen16(w + i), widen16(x + i), s0);
         s1 = _mm512_fmadd_ps(widen16(w + i + 16), widen16(x + i + 16), s1);
     }
@@ -99,6 +102,8 @@ CPU_TARGET_AVX512BF16 static float dot_bf16_dp(const uint16_t *w, const uint16_t
     __m512 c1 = _mm512_setzero_ps(), c2 = c1;
     int i = 0;
     for (; i + 64 <= n; i += 64) {
+        cpu_stream_ahead(w + i);
+        cpu_stream_ahead(w + i + 32);
         c1 = _mm512_dpbf16_ps(c1, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x + i));
         c2 = _mm512_dpbf16_ps(c2, (__m512bh)_mm512_loadu_si512(w + i + 32), (__m512bh)_mm512_loadu_si512(x + i + 32));
     }

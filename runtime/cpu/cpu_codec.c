@@ -3,6 +3,7 @@
  * ternary formats (and those two at the scalar level) through their reference row decode, the
  * float tables (F32, F16, BF16, Q8_0) as rows and dot products. */
 #include "cpu/cpu_codec.h"
+#include "cpu/cpu_stream.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -187,6 +188,8 @@ CPU_TARGET_AVX512 static float q8_row_dot_avx512(const uint8_t *row, const float
     const int nb = K / Q8_BLK;
     int b = 0;
     for (; b + 2 <= nb; b += 2) {
+        cpu_stream_ahead(row + (size_t)b * Q8_BLK_BYTES);
+        cpu_stream_ahead(row + (size_t)(b + 1) * Q8_BLK_BYTES);
         a0 = _mm512_add_ps(a0, q8_block_avx512(row + (size_t)b * Q8_BLK_BYTES, x + b * Q8_BLK));
         a1 = _mm512_add_ps(a1, q8_block_avx512(row + (size_t)(b + 1) * Q8_BLK_BYTES, x + (b + 1) * Q8_BLK));
     }
@@ -218,6 +221,8 @@ CPU_TARGET_AVX2 static float q8_row_dot_avx2(const uint8_t *row, const float *x,
     const int nb = K / Q8_BLK;
     int b = 0;
     for (; b + 2 <= nb; b += 2) {
+        cpu_stream_ahead(row + (size_t)b * Q8_BLK_BYTES);
+        cpu_stream_ahead(row + (size_t)(b + 1) * Q8_BLK_BYTES);
         q8_block_avx2(row + (size_t)b * Q8_BLK_BYTES, x + b * Q8_BLK, &l, &h);
         a0l = _mm256_add_ps(a0l, l), a0h = _mm256_add_ps(a0h, h);
         q8_block_avx2(row + (size_t)(b + 1) * Q8_BLK_BYTES, x + (b + 1) * Q8_BLK, &l, &h);

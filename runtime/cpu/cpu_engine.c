@@ -18,6 +18,7 @@
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_stream.h"
 
 static int fail_oom(char *err, const char *what)
 {
@@ -306,6 +307,8 @@ static void read_main(void *arg, int ith, int nth)
         const uint64_t *w = (const uint64_t *)j->p;
         int64_t i = lo;
         for (; i + 4 <= hi; i += 4) {
+            if (!(i & 7))
+                cpu_stream_ahead(w + i); /* as the kernels read their weights */
             s0 += w[i];
             s1 += w[i + 1];
             s2 += w[i + 2];

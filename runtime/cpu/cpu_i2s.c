@@ -15,6 +15,7 @@
  * Every path computes sum(code * q) and subtracts sum(q): code - 1 is the ternary weight.
  */
 #include "cpu/cpu_i2s.h"
+#include "cpu/cpu_stream.h"
 
 #include <math.h>
 #include <string.h>
@@ -265,6 +266,7 @@ CPU_TARGET_AVX2 static void sums_avx2(const uint8_t *w, int64_t r0, int64_t r1, 
                 __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
                 const int b1 = b0 + AVX2_FLUSH < nb ? b0 + AVX2_FLUSH : nb;
                 for (int b = b0; b < b1; b++) {
+                    cpu_stream_ahead(row + b * BLK_BYTES);
                     const __m256i wv = _mm256_loadu_si256((const __m256i *)(row + b * BLK_BYTES));
                     s0 = block_avx2(s0, wv, q0 + b * BLK);
                     s1 = block_avx2(s1, wv, q1 + b * BLK);
@@ -281,8 +283,10 @@ CPU_TARGET_AVX2 static void sums_avx2(const uint8_t *w, int64_t r0, int64_t r1, 
             for (int b0 = 0; b0 < nb; b0 += AVX2_FLUSH) {
                 __m256i s0 = _mm256_setzero_si256();
                 const int b1 = b0 + AVX2_FLUSH < nb ? b0 + AVX2_FLUSH : nb;
-                for (int b = b0; b < b1; b++)
+                for (int b = b0; b < b1; b++) {
+                    cpu_stream_ahead(row + b * BLK_BYTES);
                     s0 = block_avx2(s0, _mm256_loadu_si256((const __m256i *)(row + b * BLK_BYTES)), q0 + b * BLK);
+                }
                 acc0 = _mm256_add_epi32(acc0, hsum_pairs16(s0));
             }
             out[t * ld + r] = hsum32_avx2(acc0) - a->qsum[t];
@@ -336,6 +340,8 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
             const int8_t *q = qb + (size_t)p * 4 * qs;
             const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + qs),
                           q2 = _mm512_loadu_si512(q + 2 * qs), q3 = _mm512_loadu_si512(q + 3 * qs);
+            cpu_stream_ahead_rows(ra, (size_t)p * 64, (size_t)K / 4, 2);
+            cpu_stream_ahead_rows(rb, (size_t)p * 64, (size_t)K / 4, 2);
             const __m512i wa = _mm512_loadu_si512(ra + p * 64), wb = _mm512_loadu_si512(rb + p * 64);
             a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(wa, mA), q0);
             a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), q1);
@@ -364,6 +370,7 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
         for (int p = 0; p < pairs; p++) {
             const int8_t *q = qb + (size_t)p * 4 * qs;
+            cpu_stream_ahead(ra + p * 64);
             const __m512i wa = _mm512_loadu_si512(ra + p * 64);
             a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(wa, mA), _mm512_loadu_si512(q));
             a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), _mm512_loadu_si512(q + qs));

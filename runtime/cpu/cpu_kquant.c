@@ -1,6 +1,7 @@
 /* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
  * sums (scalar, or AVX2 maddubs for the AVX2 and AVX-512 levels), then ggml's float scaling. */
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_stream.h"
 
 #include <string.h>
 
@@ -125,6 +126,8 @@ static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
     float acc = 0, accm = 0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = row + b * FMT_Q4_K_BYTES;
+        for (int o = 0; o < FMT_Q4_K_BYTES; o += 64)
+            cpu_stream_ahead(p + o);
         int32_t isum, imin;
 #if CPU_X86
         if (isa != CPU_ISA_SCALAR)
@@ -143,6 +146,8 @@ static float q6k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
     float acc = 0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = row + b * FMT_Q6_K_BYTES;
+        for (int o = 0; o < FMT_Q6_K_BYTES; o += 64)
+            cpu_stream_ahead(p + o);
         int32_t isum;
 #if CPU_X86
         if (isa != CPU_ISA_SCALAR)

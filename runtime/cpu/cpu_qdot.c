@@ -11,6 +11,7 @@
  * bits (tests/test_cpu.c checks them against tests/ref).
  */
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_stream.h"
 
 #include <math.h>
 #include <string.h>
@@ -190,6 +191,7 @@ static float row_dot(const qrow *f, block_sum_fn sum, const uint8_t *row, int64_
     float sumf = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * f->bytes;
+        cpu_stream_ahead(blk);
         const float dw = block_d(blk);
         if (sub == 1) {
             sumf += (float)sum(blk + 2, q + b * CPU_QBLK) * (dw * ds[b]);
@@ -213,6 +215,8 @@ static float row_dot2(const qrow *f, block_sum2_fn sum2, block_sum_fn sum, const
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *b0 = row + b * f->bytes, *b1 = b0 + f->bytes;
+        cpu_stream_ahead(b0);
+        cpu_stream_ahead(b1);
         int32_t s[2];
         sum2(b0 + 2, b1 + 2, q + b * CPU_QBLK, s);
         sumf += (float)s[0] * (block_d(b0) * ds[b]);

@@ -4,6 +4,7 @@
  * int32 and added to that pair's double sum in block order; a lone token (a decode step) reads
  * the four rows' bytes and decodes them in registers instead. */
 #include "cpu/cpu_tq.h"
+#include "cpu/cpu_stream.h"
 
 #include <string.h>
 
@@ -15,7 +16,6 @@
 #define TQ_BLK FMT_TQ_BLOCK
 #define TQ_ROWS 4  /* rows decoded per pass */
 #define TQ_CHUNK 64 /* tokens whose block code sums are held at once */
-#define TQ_AHEAD 16 /* blocks a lone token's pass prefetches ahead in each of its rows */
 
 /* What a tile reads: the pass's decoded rows and the activations. */
 typedef struct {
@@ -192,7 +192,7 @@ CPU_TARGET_AVX512 static void tile_vnni_4(const tq_pass *p, int t, double *out) 
         const int8_t *qb = p->a->q + (size_t)(p->t0 + t) * p->K + b * TQ_BLK;                               \
         __m256i acc[TQ_ROWS];                                                                               \
         _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {                                         \
-            _mm_prefetch((const char *)(rows[i] + (b + TQ_AHEAD) * bb), _MM_HINT_T0);                       \
+            cpu_stream_ahead_rows(rows[i], (size_t)b * bb, (size_t)p->nb * bb, TQ_ROWS);                     \
             __m256i c[8];                                                                                   \
             REGS(rows[i] + b * bb, c);                                                                      \
             __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}; /* two chains */               \
@@ -238,7 +238,7 @@ CPU_TARGET_AVX2 static void one_tq1_avx2(const tq_pass *p, const uint8_t *const 
         __m256i acc[TQ_ROWS];                                                                               \
         _Pragma("GCC unroll 4") for (int i = 0; i < TQ_ROWS; i++) {                                         \
             const uint8_t *blk = rows[i] + b * bb;                                                          \
-            _mm_prefetch((const char *)(blk + TQ_AHEAD * bb), _MM_HINT_T0);                                 \
+            cpu_stream_ahead_rows(rows[i], (size_t)b * bb, (size_t)p->nb * bb, TQ_ROWS);                     \
             const __m512i s = ZSUM(blk, q);                                                                 \
             acc[i] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));          \
         }                                                                                                   \

@@ -5,7 +5,7 @@
  * Owns: the AVX2 and AVX-512 (VNNI) kernels of those products (runtime/cpu/cpu_tq.c). Four rows
  * at a time are decoded once into unsigned codes 0..2 (TQ2_0's 3 kept as 3) and multiplied by
  * tiles of tokens (AVX2: 2, AVX-512: 4; a lone token decodes the rows in registers instead,
- * prefetching ahead in each), each code times an activation summed exactly as
+ * prefetching ahead of the tile as cpu_stream.h says), each code times an activation summed exactly as
  * (code * q) - q per block of 256 (maddubs / vpdpbusd, minus the block's code sum); per (row,
  * token) the block sums are then scaled and summed in double in block order: d_B * acc_B (times
  * the activations' d_B under Q8_K) is exact in double (an F16 d times an F32 d times |acc| <

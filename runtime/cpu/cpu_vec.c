@@ -1,5 +1,6 @@
 /* cpu_vec.c - float vector primitives per ISA level (cpu_vec.h). */
 #include "cpu/cpu_vec.h"
+#include "cpu/cpu_stream.h"
 
 #include <pthread.h>
 
@@ -213,7 +214,11 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, cons
         for (int t = 0; t < T; t++)
             s[r][t][0] = s[r][t][1] = _mm512_setzero_ps();
     int i = 0;
-    for (; i + 32 <= K; i += 32)
+    for (; i + 32 <= K; i += 32) {
+        if (h) /* rows from memory (cpu_stream.h), tiles of 4 */
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++)
+                cpu_stream_ahead_rows(h + (size_t)r * K, (size_t)i * 2, (size_t)K * 2, 4);
 #pragma GCC unroll 2
         for (int hf = 0; hf < 2; hf++) {
             __m512 w[4];
@@ -230,6 +235,7 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, cons
                     s[r][t][hf] = _mm512_fmadd_ps(w[r], xv, s[r][t][hf]);
             }
         }
+    }
     if (i + 16 <= K) {
         __m512 w[4];
 #pragma GCC unroll 4
@@ -287,6 +293,9 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, cons
             s[0][t][k] = s[1][t][k] = _mm256_setzero_ps();
     int i = 0;
     for (; i + 32 <= K; i += 32) {
+        cpu_stream_ahead(h0 + i);
+        if (R == 2)
+            cpu_stream_ahead(h1 + i);
         F16_AVX2_STEP(0);
         i += 16;
         F16_AVX2_STEP(2);
