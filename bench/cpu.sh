@@ -21,6 +21,8 @@
 # head bytes as bitnet.cpp), or `file.gguf=ik.gguf` in FILES names a ready IQ2_BN copy; run with
 # llama-bench -p 128 -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
 # pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
+# TERNION_ARGS: more options for Ternion's CPU runs, e.g. "--lm-head q6_k" (a mode that reads fewer
+# bytes; the peers run their files as they are).
 set -eu
 B=${B:-build}
 RUNS=${RUNS:-3}
@@ -75,8 +77,10 @@ peer() {
 }
 # Ternion: "pp tg" tok/s from the CLI's stats line
 ours() {
-    f=$1; t=$2; dev=$3
-    LP_NUM_THREADS=$t "$TB" -m "$f" --tokens "$ids" -n 64 --temp 0 --ignore-eos --device "$dev" -t "$t" \
+    f=$1; t=$2; dev=$3; xa=""
+    [ "$dev" = cpu ] && xa=${TERNION_ARGS:-}
+    # shellcheck disable=SC2086 # TERNION_ARGS: words of options
+    LP_NUM_THREADS=$t "$TB" -m "$f" --tokens "$ids" -n 64 --temp 0 --ignore-eos --device "$dev" -t "$t" $xa \
         2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
 }
 

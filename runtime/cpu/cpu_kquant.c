@@ -1,5 +1,6 @@
 /* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
- * sums (scalar, or AVX2 maddubs for the AVX2 and AVX-512 levels), then ggml's float scaling. */
+ * sums (scalar, AVX2 maddubs, and for Q6_K at the AVX-512 level 64 elements a register), then
+ * ggml's float scaling. The integer sums are exact, so every level gives the same bits. */
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_stream.h"
 
@@ -119,6 +120,42 @@ CPU_TARGET_AVX2 static int32_t q6k_block_avx2(const uint8_t *p, const int8_t *q8
     }
     return hsum_i32(acc);
 }
+
+/* The same sum 64 elements a register: a load of ql[64 h ..] holds elements 128 h + 0..63 in its
+ * low nibbles and 128 h + 64..127 in its high ones, in order; qh[32 h ..] broadcast to both halves
+ * gives their top bits, shifted per half (elements 32 apart sit 2 bits apart). Each 16-element
+ * sub-block's int16 pair sums meet its scale (vpermw spreads the 16 scales 8 lanes each). */
+static const int16_t Q6K_SPREAD[4][32] = { /* [m][k] = 4 m + k / 8: scale 4 m + j to lanes 8 j .. 8 j + 7 */
+#define Q6K_S(b) b, b, b, b, b, b, b, b
+    {Q6K_S(0), Q6K_S(1), Q6K_S(2), Q6K_S(3)},
+    {Q6K_S(4), Q6K_S(5), Q6K_S(6), Q6K_S(7)},
+    {Q6K_S(8), Q6K_S(9), Q6K_S(10), Q6K_S(11)},
+    {Q6K_S(12), Q6K_S(13), Q6K_S(14), Q6K_S(15)},
+#undef Q6K_S
+};
+CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t *q8)
+{
+    const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
+    const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1); /* (qh & 3, 12) << 4 */
+    const __m512i sh_hi = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1); /* (qh & 48, 192) */
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
+    __m512i acc = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        const __m512i ql = _mm512_loadu_si512(p + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
+        const __m512i v0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, sh_lo), m30));
+        const __m512i v1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m30));
+        const __m512i y0 = _mm512_loadu_si512(q8 + 128 * h), y1 = _mm512_loadu_si512(q8 + 128 * h + 64);
+        const __m512i d0 = _mm512_sub_epi16(_mm512_maddubs_epi16(v0, y0), _mm512_maddubs_epi16(k32, y0));
+        const __m512i d1 = _mm512_sub_epi16(_mm512_maddubs_epi16(v1, y1), _mm512_maddubs_epi16(k32, y1));
+        /* lanes 8 j .. 8 j + 7 of d0 / d1: sub-block 8 h + j / 8 h + 4 + j */
+        const __m512i s0 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h]), sc16);
+        const __m512i s1 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h + 1]), sc16);
+        acc = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_madd_epi16(d0, s0), _mm512_madd_epi16(d1, s1)));
+    }
+    return _mm512_reduce_add_epi32(acc);
+}
 #endif
 
 static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const float *d8, int64_t nb)
@@ -150,7 +187,9 @@ static float q6k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
             cpu_stream_ahead(p + o);
         int32_t isum;
 #if CPU_X86
-        if (isa != CPU_ISA_SCALAR)
+        if (isa == CPU_ISA_AVX512)
+            isum = q6k_block_avx512(p, q + b * QK);
+        else if (isa != CPU_ISA_SCALAR)
             isum = q6k_block_avx2(p, q + b * QK);
         else
 #endif

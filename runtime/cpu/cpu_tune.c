@@ -1,8 +1,8 @@
 /* cpu_tune.c - the native backend's kernels chosen by measurement (cpu_engine_tune_kernels).
  *
  * Owns: which instruction-set level runs each op with more than one kernel (cpu_tune.h: the
- * ternary products of one-token steps and of prompts, the LM head over a float table,
- * attention), the
+ * ternary products of one-token steps and of prompts, the LM head over a float table or as
+ * K-quant rows, attention), the
  * measurement, and the variables that skip it. The fastest kernel depends on the
  * microarchitecture, not only on what the CPU advertises: an AMD Zen 4 executes 512-bit
  * operations as two 256-bit halves, and there the AVX2 kernels stream a decode step's weights
@@ -87,6 +87,9 @@ static void tune_main(void *arg, int ith, int nth)
     if (j->kv)
         cpu_attention(j->isa, j->a_q, j->kv, (int)j->r0, (int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim,
                       (int)lo, (int)hi, cpu_engine_scratch(j->e, ith), j->y);
+    else if (j->head && cpu_kq_has(j->w->type)) /* over the Q8_K codes of head_x (make_plan) */
+        cpu_kq_dot(j->isa, j->w->type, j->w->data, j->w->ne0, j->r0 + lo, j->r0 + hi, j->e->kq_q, j->e->kq_d, 1, j->y,
+                   j->e->vocab);
     else if (j->head)
         cpu_table_dot(j->isa, j->codec, j->w, j->r0 + lo, j->r0 + hi, j->e->head_x, 1, j->y, j->e->vocab,
                       cpu_engine_scratch(j->e, ith));
@@ -207,17 +210,17 @@ static void recheck(cpu_engine *e, int op, const cpu_tune_cands *c, const tune_p
     }
 }
 
-/* The LM head's table when the head runs a float table product (cpu_forward.c's head_body:
- * not Q8_0 / Q4_0 / Q2_0 rows over Q8_0 codes, not K-quants), else NULL. */
+/* The LM head's table when the head runs a float table product or K-quant rows over Q8_K codes
+ * (cpu_forward.c's head_body; not Q8_0 / Q4_0 / Q2_0 rows over Q8_0 codes), else NULL. */
 static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec)
 {
     if (e->head_tensor < 0)
         return NULL;
     const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, e->head_tensor, 0);
-    if ((!e->head_copy.data && cpu_qdot_has(w->type)) || cpu_kq_has(w->type))
+    if (!e->head_copy.data && cpu_qdot_has(w->type))
         return NULL;
     *codec = cpu_codec_find(w->type);
-    return *codec ? w : NULL;
+    return *codec || cpu_kq_has(w->type) ? w : NULL;
 }
 
 /* A level named by a variable: one this CPU runs, at most the detected one, else -1. */
@@ -282,6 +285,8 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         p->head_rows = p->head_rows < 16 ? 16 : p->head_rows > p->head->ne1 ? p->head->ne1 : p->head_rows;
         for (int64_t i = 0; i < (int64_t)p->head->ne0; i++) /* inputs in [-1, 1) */
             e->head_x[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
+        if (cpu_kq_has(p->head->type))
+            cpu_act_quant_q8k(e->isa, e->head_x, (int)p->head->ne0, e->kq_q, e->kq_d);
     }
     const int qdim = (int)(e->cs->n_heads * e->cs->head_dim);
     if (p->attn_kv) { /* the first rows of sequence 0's cache over the layers the passes read: zero

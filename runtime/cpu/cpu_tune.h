@@ -2,7 +2,7 @@
  * decided (cpu_tune.c measures, cpu_tune_cache.c keeps the choice).
  *
  * Owns: the tuned ops (the ternary products of one-token steps and of prompts, the LM head's
- * float table product, attention), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
+ * float table or K-quant product, attention), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
  * a measurement now, one stored by an earlier run), the rule that picks the fastest candidate
  * from measured times, and the hooks the tests use to make the tuner deterministic (a fake
  * timer, a fake CPU model string).
@@ -17,7 +17,8 @@
 typedef enum {
     CPU_OP_DECODE, /* bitlinear products of one-token steps (I2_S, TQ1_0, TQ2_0, ...): a weight stream */
     CPU_OP_PROMPT, /* the same products for a prompt's tokens: compute-bound */
-    CPU_OP_HEAD,   /* the LM head over a float table (F16, F32, BF16, the --lm-head q8 copy) */
+    CPU_OP_HEAD,   /* the LM head over a float table (F16, F32, BF16, the --lm-head q8 copy) or as
+                    * Q4_K / Q6_K rows over Q8_K codes (a stored head, the --lm-head q6_k copy) */
     CPU_OP_ATTN,   /* attention over the KV cache (f16 or f32 dots and axpys) */
     CPU_OP_COUNT
 } cpu_tune_op;
