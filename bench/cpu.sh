@@ -17,7 +17,8 @@
 # IK_LLAMA=<ik_llama.cpp build dir, with bin/llama-bench and bin/llama-quantize> adds ik_llama.cpp
 # on every file compared with bitnet.cpp (not the @llama ones), in the same rounds: it cannot
 # multiply I2_S, so each file is converted once into the temp dir with `llama-quantize
-# --allow-requantize --token-embedding-type f16 file.gguf ik.gguf IQ2_BN` (the F16 head kept: same
+# --allow-requantize --token-embedding-type f16 --output-tensor-type f16 file.gguf ik.gguf IQ2_BN` (the
+# F16 embedding and, for an untied one, the F16 output head kept, which its defaults make Q6_K: same
 # head bytes as bitnet.cpp), or `file.gguf=ik.gguf` in FILES names a ready IQ2_BN copy; run with
 # llama-bench -p 128 -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
 # pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
@@ -102,7 +103,8 @@ for spec in $FILES; do
     elif [ -z "$ikf" ]; then # converted once, for all thread counts
         ikf="$tmp/ik.gguf" ikconv=1
         echo "converting $f to IQ2_BN for ik_llama.cpp" >&2
-        if ! "$IKQ" --allow-requantize --token-embedding-type f16 "$f" "$ikf" IQ2_BN >"$tmp/q.log" 2>&1; then
+        if ! "$IKQ" --allow-requantize --token-embedding-type f16 --output-tensor-type f16 "$f" "$ikf" IQ2_BN \
+            >"$tmp/q.log" 2>&1; then
             tail -3 "$tmp/q.log" >&2
             ikerr="conversion to IQ2_BN failed" ikf=""
         fi

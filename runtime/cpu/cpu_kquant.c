@@ -1,6 +1,6 @@
 /* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
- * sums (scalar, AVX2 maddubs, and for Q6_K at the AVX-512 level 64 elements a register), then
- * ggml's float scaling. The integer sums are exact, so every level gives the same bits. */
+ * sums (scalar, AVX2 maddubs, AVX-512 64 elements a register), then ggml's float scaling. The
+ * integer sums are exact, so every level gives the same bits. */
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_stream.h"
 
@@ -72,13 +72,27 @@ CPU_TARGET_AVX2 static inline int32_t hsum_i32(__m256i v)
     return _mm_cvtsi128_si32(r);
 }
 
+/* The 8 scales (bytes 0..7) and 8 mins (8..15) of a Q4_K block from their 12 bytes at p + 4, as
+ * fmt_q4_k_scale_min gives them: dwords u0, u1, u2 = those bytes; scales 0..3 = u0 & 63, 4..7 =
+ * (u2 & 15) | (u0 >> 6) << 4, mins 0..3 = u1 & 63, 4..7 = (u2 >> 4) | (u1 >> 6) << 4, per byte. In
+ * registers (a 16-byte load: the 4 bytes past the scales are the block's own qs, unused), so no
+ * scalar stores are read back as a vector. */
+CPU_TARGET_AVX2 static inline __m128i q4k_scales_mins(const uint8_t *p)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(p + 4));
+    const __m128i x = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+    const __m128i y = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m128i lo = _mm_and_si128(x, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi32(y, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
+}
+
 /* nibbles (0..15) times q8 by maddubs (pairs <= 2 * 15 * 128, no int16 overflow), each 32-element
  * sub-block's int16 pairs times its scale by madd into int32 */
 CPU_TARGET_AVX2 static void q4k_block_avx2(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
 {
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; j++)
-        fmt_q4_k_scale_min(j, p + 4, &sc[j], &mn[j]);
+    uint8_t sm[16]; /* scales, then mins */
+    _mm_storeu_si128((__m128i *)sm, q4k_scales_mins(p));
+    const uint8_t *sc = sm, *mn = sm + 8;
     const __m256i m4 = _mm256_set1_epi8(0xF), ones8 = _mm256_set1_epi8(1);
     __m256i acc = _mm256_setzero_si256(), accm = _mm256_setzero_si256();
     for (int c = 0; c < 4; c++) {
@@ -125,6 +139,42 @@ CPU_TARGET_AVX2 static int32_t q6k_block_avx2(const uint8_t *p, const int8_t *q8
  * low nibbles and 128 h + 64..127 in its high ones, in order; qh[32 h ..] broadcast to both halves
  * gives their top bits, shifted per half (elements 32 apart sit 2 bits apart). Each 16-element
  * sub-block's int16 pair sums meet its scale (vpermw spreads the 16 scales 8 lanes each). */
+/* Q4_K 64 elements a register: qs[64 c ..] holds sub-blocks 4 c and 4 c + 2 in its low nibbles
+ * (bytes 0..31, 32..63) and 4 c + 1, 4 c + 3 in its high ones, each facing its 32 activations
+ * (two 256-bit loads); the scales and mins (q4k_scales_mins) spread 16 lanes each by vpermw. */
+static const int16_t Q4K_SPREAD[4][32] = { /* lanes 0..15: sub-block a, 16..31: sub-block b */
+#define Q4K_S(a, b) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b
+    {Q4K_S(0, 2)}, {Q4K_S(1, 3)}, {Q4K_S(4, 6)}, {Q4K_S(5, 7)},
+#undef Q4K_S
+};
+CPU_TARGET_AVX512 static inline __m512i q4k_y(const int8_t *y0, const int8_t *y1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y0)),
+                              _mm256_loadu_si256((const __m256i *)y1), 1);
+}
+CPU_TARGET_AVX512 static void q4k_block_avx512(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
+{
+    const __m512i sm = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(q4k_scales_mins(p)));
+    const __m512i m4 = _mm512_set1_epi8(0xF), ones = _mm512_set1_epi8(1), to_min = _mm512_set1_epi16(8);
+    __m512i acc = _mm512_setzero_si512(), accm = acc;
+    for (int c = 0; c < 2; c++) {
+        const __m512i x = _mm512_loadu_si512(p + 16 + 64 * c);
+        const __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+        const int8_t *y = q8 + 128 * c;
+        const __m512i ylo = q4k_y(y, y + 64), yhi = q4k_y(y + 32, y + 96);
+        const __m512i ilo = _mm512_loadu_si512(Q4K_SPREAD[2 * c]), ihi = _mm512_loadu_si512(Q4K_SPREAD[2 * c + 1]);
+        acc = _mm512_add_epi32(acc, _mm512_add_epi32(
+                                        _mm512_madd_epi16(_mm512_maddubs_epi16(lo, ylo), _mm512_permutexvar_epi16(ilo, sm)),
+                                        _mm512_madd_epi16(_mm512_maddubs_epi16(hi, yhi), _mm512_permutexvar_epi16(ihi, sm))));
+        const __m512i mlo = _mm512_permutexvar_epi16(_mm512_add_epi16(ilo, to_min), sm),
+                      mhi = _mm512_permutexvar_epi16(_mm512_add_epi16(ihi, to_min), sm);
+        accm = _mm512_add_epi32(accm, _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(ones, ylo), mlo),
+                                                       _mm512_madd_epi16(_mm512_maddubs_epi16(ones, yhi), mhi)));
+    }
+    *isum = _mm512_reduce_add_epi32(acc);
+    *imin = _mm512_reduce_add_epi32(accm);
+}
+
 static const int16_t Q6K_SPREAD[4][32] = { /* [m][k] = 4 m + k / 8: scale 4 m + j to lanes 8 j .. 8 j + 7 */
 #define Q6K_S(b) b, b, b, b, b, b, b, b
     {Q6K_S(0), Q6K_S(1), Q6K_S(2), Q6K_S(3)},
@@ -167,7 +217,9 @@ static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
             cpu_stream_ahead(p + o);
         int32_t isum, imin;
 #if CPU_X86
-        if (isa != CPU_ISA_SCALAR)
+        if (isa == CPU_ISA_AVX512)
+            q4k_block_avx512(p, q + b * QK, &isum, &imin);
+        else if (isa != CPU_ISA_SCALAR)
             q4k_block_avx2(p, q + b * QK, &isum, &imin);
         else
 #endif

@@ -4,9 +4,9 @@
  * vec_dot_type for these formats) and each block's integer sums are scaled as
  * ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K do.
  *
- * Owns: those dots at each ISA level (scalar; AVX2 maddubs, which the AVX-512 level also runs:
- * the block sums are short, 256 products, and the weights' unpacking dominates) and the Q8_K
- * quantization of a step's rows for them. Integer block sums are exact and the float sums run
+ * Owns: those dots at each ISA level (scalar; AVX2 maddubs on 32 elements a register; AVX-512
+ * on 64: a one-token step's head or matrix reads its rows at about memory speed only with the
+ * wider unpacking, docs/performance.md) and the Q8_K quantization of a step's rows for them. Integer block sums are exact and the float sums run
  * in the same order at every level, so every level gives the same bits.
  */
 #ifndef CPU_KQUANT_H
