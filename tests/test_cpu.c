@@ -46,6 +46,7 @@
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_tune.h"
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_softmax.h"
 #include "cpu/cpu_vec.h"
 #include "engine/rt_engine.h"
 #include "fixture.h"
@@ -682,43 +683,125 @@ static void test_f16_dot(void **st)
  * dot and axpy, bit for bit, at every level this CPU runs: head sizes with and without a
  * 16-value tail, after a 32-value step or not, 1 to 33 keys (every remainder of the 16- and
  * 8-key groups) at a stride wider than the head (the K / V cache's rows), the last key ending
- * the allocation (a read past it is the sanitizers' to see); outputs poisoned, the values past
- * the head untouched. */
+ * the allocation (a read past it is the sanitizers' to see), one query or the three heads of a
+ * KV head at once (each query's own inputs, weights and outputs); outputs poisoned, the values
+ * past each head untouched. */
 static void test_f16_strided(void **st)
 {
     (void)st;
+    enum { NQ = 3 };
     const int dims[] = {8, 16, 32, 40, 64, 80, 100, 112, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;
         for (int di = 0; di < 9; di++)
-            for (int ki = 0; ki < 8; ki++) {
-                const int n = dims[di], m = keys[ki];
-                const size_t stride = (size_t)n + 24, len = stride * (size_t)(m - 1) + (size_t)n; /* no slack */
-                uint16_t *h = malloc(sizeof(uint16_t) * len);
-                float x[128], a[33], y[33], y1[33], o[132], o1[132];
-                for (size_t i = 0; i < len; i++)
-                    h[i] = fmt_f32_to_f16(frnd(1.0f));
-                for (int i = 0; i < n; i++)
-                    x[i] = frnd(4.0f);
-                for (int j = 0; j < m; j++) {
-                    a[j] = frnd(1.0f);
-                    y[j] = NAN;
-                    y1[j] = cpu_dot_f16_f32((cpu_isa)isa, h + (size_t)j * stride, x, n);
+            for (int ki = 0; ki < 8; ki++)
+                for (int nq = 1; nq <= NQ; nq += NQ - 1) {
+                    const int n = dims[di], m = keys[ki];
+                    const size_t stride = (size_t)n + 24, len = stride * (size_t)(m - 1) + (size_t)n; /* no slack */
+                    uint16_t *h = malloc(sizeof(uint16_t) * len);
+                    float x[NQ][128], a[NQ][40], y[NQ][40], y1[NQ][40], o[NQ][132], o1[NQ][132];
+                    for (size_t i = 0; i < len; i++)
+                        h[i] = fmt_f32_to_f16(frnd(1.0f));
+                    for (int q = 0; q < nq; q++) {
+                        for (int i = 0; i < n; i++)
+                            x[q][i] = frnd(4.0f);
+                        for (int j = 0; j < m; j++) {
+                            a[q][j] = frnd(1.0f);
+                            y[q][j] = NAN;
+                            y1[q][j] = cpu_dot_f16_f32((cpu_isa)isa, h + (size_t)j * stride, x[q], n);
+                        }
+                    }
+                    cpu_dot_f16_strided((cpu_isa)isa, h, stride, x[0], 128, nq, n, m, y[0], 40);
+                    for (int q = 0; q < nq; q++)
+                        if (memcmp(y[q], y1[q], sizeof(float) * m))
+                            fail_msg("strided F16 dot, %s, head %d, %d keys, query %d of %d: not the one-key dots",
+                                     cpu_isa_name((cpu_isa)isa), n, m, q, nq);
+                    for (int q = 0; q < nq; q++) {
+                        for (int i = 0; i < n + 4; i++)
+                            o[q][i] = o1[q][i] = i < n ? frnd(2.0f) : 777.0f;
+                        for (int j = 0; j < m; j++)
+                            cpu_axpy_f16((cpu_isa)isa, a[q][j], h + (size_t)j * stride, o1[q], n);
+                    }
+                    cpu_axpy_f16_strided((cpu_isa)isa, a[0], 40, nq, h, stride, m, o[0], 132, n);
+                    for (int q = 0; q < nq; q++)
+                        if (memcmp(o[q], o1[q], sizeof(float) * (size_t)(n + 4)))
+                            fail_msg("strided F16 axpy, %s, head %d, %d keys, query %d of %d: not the one-key axpys",
+                                     cpu_isa_name((cpu_isa)isa), n, m, q, nq);
+                    free(h);
                 }
-                cpu_dot_f16_strided((cpu_isa)isa, h, stride, x, n, m, y);
-                if (memcmp(y, y1, sizeof(float) * m))
-                    fail_msg("strided F16 dot, %s, head %d, %d keys: not the one-key dots", cpu_isa_name((cpu_isa)isa), n, m);
-                for (int i = 0; i < n + 4; i++)
-                    o[i] = o1[i] = i < n ? frnd(2.0f) : 777.0f;
-                for (int j = 0; j < m; j++)
-                    cpu_axpy_f16((cpu_isa)isa, a[j], h + (size_t)j * stride, o1, n);
-                cpu_axpy_f16_strided((cpu_isa)isa, a, h, stride, m, o, n);
-                if (memcmp(o, o1, sizeof(float) * (size_t)(n + 4)))
-                    fail_msg("strided F16 axpy, %s, head %d, %d keys: not the one-key axpys", cpu_isa_name((cpu_isa)isa), n, m);
-                free(h);
-            }
     }
+}
+
+/* Attention's softmax (cpu_softmax.h). Its exp against the exact value (double exp) at 200,001
+ * points of [-87, 0] and the ends: at most 1 ulp (Horner in FMAs on |r| <= ln 2 / 2, each step
+ * rounding once, the scaling by 2^n exact; measured 0.93 over 2e7 points). Rows of 1 to 4,097
+ * scores, scale 1/sqrt(128), values within +-30 and within +-2,000 (exps below the -87 clamp):
+ * every level the scalar level's bits, outputs poisoned first; against the double softmax of
+ * the same scaled floats, first-order rule per value: the float difference d_j = x_j - max
+ * rounds (|d_j| 2^-24 relative in exp), exp 2^-23, the sum's relative error S (computed from the
+ * row's terms as the weighted mean of theirs), 1 / sum and the product 2^-24 each, plus the
+ * clamp's 1.7e-38 per term over the sum. A NaN score makes the whole row NaN at every level. */
+static void test_softmax_row(void **st)
+{
+    (void)st;
+    double worst = 0;
+    for (int i = 0; i <= 200001; i++) {
+        const float x = i == 200001 ? -87.0f : -87.0f * (float)i / 200000.0f;
+        const double r = exp((double)x), ulp = ldexp(1.0, ilogb(r) - 23), e = fabs(cpu_softmax_exp(x) - r) / ulp;
+        worst = e > worst ? e : worst;
+    }
+    if (!(worst <= 1.0))
+        fail_msg("softmax exp: %.3f ulp from exp", worst);
+    assert_true(cpu_softmax_exp(0.0f) == 1.0f && cpu_softmax_exp(-1000.0f) == cpu_softmax_exp(-87.0f));
+    const int lens[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000, 4097};
+    const float scale = 1.0f / sqrtf(128.0f);
+    static float x[4097], p[4097], p0[4097];
+    static double d[4097];
+    for (int li = 0; li < 13; li++)
+        for (int range = 0; range < 3; range++) {
+            const int n = lens[li];
+            for (int j = 0; j < n; j++)
+                x[j] = frnd(range == 1 ? 2000.0f : 30.0f);
+            if (range == 2)
+                x[n / 2] = NAN;
+            for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+                if (!cpu_isa_runs((cpu_isa)isa))
+                    continue;
+                memcpy(p, x, sizeof(float) * n);
+                cpu_softmax_row((cpu_isa)isa, p, n, scale);
+                if (range == 2) {
+                    for (int j = 0; j < n; j++)
+                        if (!isnan(p[j]))
+                            fail_msg("softmax, %s, %d scores with a NaN: value %d is %g", cpu_isa_name((cpu_isa)isa), n, j,
+                                     p[j]);
+                    continue;
+                }
+                if (isa == 0)
+                    memcpy(p0, p, sizeof(float) * n);
+                else if (memcmp(p, p0, sizeof(float) * n))
+                    fail_msg("softmax, %s, %d scores: not the scalar level's bits", cpu_isa_name((cpu_isa)isa), n);
+            }
+            if (range == 2)
+                continue;
+            float mx = -INFINITY;
+            for (int j = 0; j < n; j++)
+                mx = x[j] * scale > mx ? x[j] * scale : mx;
+            double sum = 0, S = 0;
+            for (int j = 0; j < n; j++) {
+                d[j] = (double)(x[j] * scale) - (double)mx;
+                sum += exp(d[j]);
+                S += exp(d[j]) * (fabs(d[j]) * 0x1p-24 + 0x1p-23);
+            }
+            S /= sum;
+            for (int j = 0; j < n; j++) {
+                const double ref = exp(d[j]) / sum;
+                const double bound = ref * (fabs(d[j]) * 0x1p-24 + 0x1p-23 + S + 0x1p-23) + 1.7e-38 * n / sum;
+                if (!(fabs(p0[j] - ref) <= bound))
+                    fail_msg("softmax of %d scores, value %d: %.9g vs %.9g (|d| %.3g > %.3g)", n, j, p0[j], ref,
+                             fabs(p0[j] - ref), bound);
+            }
+        }
 }
 
 /* BF16 matrices (cpu_bf16.h): every level this CPU runs (AVX-512 with and without vdpbf16ps where
@@ -1831,7 +1914,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s), cmocka_unit_test(test_amx_layout),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_softmax_row), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),

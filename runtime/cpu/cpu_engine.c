@@ -241,7 +241,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->qs = malloc(sizeof(float) * e->n_batch);
     e->qsum = malloc(sizeof(int32_t) * e->n_batch);
     e->qbs = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_k / 256 + 1));
-    const size_t att = sizeof(float) * (size_t)e->n_ctx;
+    const size_t att = sizeof(float) * CPU_ATT_GROUP * (size_t)e->n_ctx; /* cpu_attention's scores */
     e->scratch_bytes = cpu_codec_scratch(max_w) > att ? cpu_codec_scratch(max_w) : att;
     e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
     e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);

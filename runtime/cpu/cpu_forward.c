@@ -253,8 +253,10 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
     const bool swa = rt_swa_layer(c->sliding_window, c->swa_pattern, r->layer); /* a sliding-window layer */
     const int32_t *kv0 = r->s->kv0;
     const size_t skip = (size_t)e->kv_dim * (e->kv_f16 ? 2 : 4); /* bytes of one cache row */
-    for (int64_t i = lo; i < hi; i++) {
+    for (int64_t i = lo, i1; i < hi; i = i1) {
         const int t = (int)(i / H), h = (int)(i % H);
+        for (i1 = i + 1; i1 < hi && i1 % H; i1++) /* this token's heads in the range: one call */
+            ;
         const size_t base = kv0 ? (size_t)kv0[t] * skip : 0; /* a packed input's rows start at kv0 */
         cpu_kv kv = {kv_rows(e, r->s->seq[t], r->layer, 0) + base, kv_rows(e, r->s->seq[t], r->layer, 1) + base,
                            e->kv_f16, e->kv_dim};
@@ -271,7 +273,7 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
             n_kv = (int)c->sliding_window;
         }
         cpu_attention(e->pick[CPU_OP_ATTN].isa, IN0(e, so) + (size_t)t * wi, &kv, n_kv, H, (int)c->n_kv_heads,
-                      (int)c->head_dim, h, h + 1, cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
+                      (int)c->head_dim, h, h + (int)(i1 - i), cpu_engine_scratch(e, ith), OUT(e, so) + (size_t)t * wo);
     }
 }
 

@@ -1,6 +1,7 @@
 /* cpu_ops.c - norms, RoPE, attention, activations and table-row adds of one token (cpu_ops.h); the CPU rows
  * of the norm and activation tables (gen/gen_norm.c, gen/gen_act.c). */
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_softmax.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -161,43 +162,45 @@ void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int 
 {
     const int group = n_heads / n_kv_heads;
     const float scale = 1.0f / sqrtf((float)head_dim);
-    float qh[MAX_HEAD_DIM];
-    float *p = scratch;
-    for (int h = h0; h < h1; h++) {
-        const int kvo = (h / group) * head_dim;
-        const float *qs = q + (size_t)h * head_dim;
-        float *o = out + (size_t)h * head_dim;
-        if (kv->f16) { /* q rounded to F16, as the oracle's Q.K reads it */
-            uint16_t qb[MAX_HEAD_DIM];
-            cpu_f32_to_f16(isa, qs, qb, head_dim);
-            cpu_f16_to_f32(isa, qb, qh, head_dim);
-        } else {
-            memcpy(qh, qs, sizeof(float) * (size_t)head_dim);
+    float qh[CPU_ATT_GROUP * MAX_HEAD_DIM];
+    for (int h = h0; h < h1;) {
+        /* heads h .. hn - 1: the same KV head, at most CPU_ATT_GROUP, its rows read once for all */
+        const int kvh = h / group;
+        int hn = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
+        hn = hn - h > CPU_ATT_GROUP ? h + CPU_ATT_GROUP : hn;
+        const int nq = hn - h;
+        const size_t kvo = (size_t)kvh * (size_t)head_dim;
+        for (int i = 0; i < nq; i++) {
+            const float *qs = q + (size_t)(h + i) * head_dim;
+            if (kv->f16) { /* q rounded to F16, as the oracle's Q.K reads it */
+                uint16_t qb[MAX_HEAD_DIM];
+                cpu_f32_to_f16(isa, qs, qb, head_dim);
+                cpu_f16_to_f32(isa, qb, qh + (size_t)i * head_dim, head_dim);
+            } else {
+                memcpy(qh + (size_t)i * head_dim, qs, sizeof(float) * (size_t)head_dim);
+            }
         }
-        float mx = -INFINITY;
         if (kv->f16) /* every key's dot at once: the one-key dot's bits (cpu_vec.h) */
-            cpu_dot_f16_strided(isa, (const uint16_t *)kv->k + kvo, (size_t)kv->kv_dim, qh, head_dim, n_kv, p);
+            cpu_dot_f16_strided(isa, (const uint16_t *)kv->k + kvo, (size_t)kv->kv_dim, qh, (size_t)head_dim, nq,
+                                head_dim, n_kv, scratch, (size_t)n_kv);
         else
-            for (int j = 0; j < n_kv; j++)
-                p[j] = cpu_dot_f32(isa, (const float *)kv->k + (size_t)j * kv->kv_dim + kvo, qh, head_dim);
-        for (int j = 0; j < n_kv; j++) {
-            p[j] = p[j] * scale;
-            mx = p[j] > mx ? p[j] : mx;
-        }
-        double sum = 0.0;
-        for (int j = 0; j < n_kv; j++) {
-            p[j] = expf(p[j] - mx);
-            sum += (double)p[j];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int j = 0; j < n_kv; j++)
-            p[j] = p[j] * inv;
-        memset(o, 0, sizeof(float) * (size_t)head_dim);
+            for (int i = 0; i < nq; i++)
+                for (int j = 0; j < n_kv; j++)
+                    scratch[(size_t)i * n_kv + j] = cpu_dot_f32(isa, (const float *)kv->k + (size_t)j * kv->kv_dim + kvo,
+                                                                qh + (size_t)i * head_dim, head_dim);
+        for (int i = 0; i < nq; i++)
+            cpu_softmax_row(isa, scratch + (size_t)i * n_kv, n_kv, scale);
+        float *o = out + (size_t)h * head_dim;
+        memset(o, 0, sizeof(float) * (size_t)nq * (size_t)head_dim);
         if (kv->f16) /* the keys' weighted values in order, o in registers: the axpys' bits */
-            cpu_axpy_f16_strided(isa, p, (const uint16_t *)kv->v + kvo, (size_t)kv->kv_dim, n_kv, o, head_dim);
+            cpu_axpy_f16_strided(isa, scratch, (size_t)n_kv, nq, (const uint16_t *)kv->v + kvo, (size_t)kv->kv_dim, n_kv,
+                                 o, (size_t)head_dim, head_dim);
         else
-            for (int j = 0; j < n_kv; j++)
-                cpu_axpy_f32(isa, p[j], (const float *)kv->v + (size_t)j * kv->kv_dim + kvo, o, head_dim);
+            for (int i = 0; i < nq; i++)
+                for (int j = 0; j < n_kv; j++)
+                    cpu_axpy_f32(isa, scratch[(size_t)i * n_kv + j], (const float *)kv->v + (size_t)j * kv->kv_dim + kvo,
+                                 o + (size_t)i * head_dim, head_dim);
+        h = hn;
     }
 }
 

@@ -51,7 +51,10 @@ typedef struct {
 /* Heads h0 <= h < h1 of one query token (q [n_heads * head_dim]) over cache rows 0..n_kv-1:
  * out[h] = softmax(q_h . K / sqrt(head_dim)) V (GQA: head h reads kv head h / (n_heads /
  * n_kv_heads)). With an f16 cache q is rounded to f16 first (as the oracle's Q.K reads it).
- * scratch: n_kv floats. */
+ * Up to CPU_ATT_GROUP heads of one KV head run together, its K and V rows read from memory once
+ * for them (each head's arithmetic as alone: the same bits). scratch: CPU_ATT_GROUP * n_kv
+ * floats. */
+#define CPU_ATT_GROUP 4
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
                    int head_dim, int h0, int h1, float *scratch, float *out);
 

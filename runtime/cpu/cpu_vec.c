@@ -515,50 +515,100 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float out[
         out[o] = lanes[4 * (o % 2) + o / 2];
 }
 
-/* 16 keys at a time: each key's two sums as dot_f16_avx512 makes them, the reductions shared */
-CPU_TARGET_AVX512 static void dot_f16_strided_avx512(const uint16_t *h, size_t stride, const float *x, int n, int m,
-                                                     float *y)
+/* Keys j .. j + 15 asked for into L2 (prefetcht1) while an earlier group is summed: rows `stride`
+ * apart, of which a head reads 2 n bytes, a pattern the hardware's prefetchers follow late. Into
+ * L2 rather than L1: the requests then queue in L2's larger miss queue, and one thread streamed a
+ * 4,007-key cache at 4.8 GB/s against 3.5 with prefetcht0 (2 groups ahead; 1 to 8 measured alike;
+ * the 2-core Intel Xeon VM of docs/performance.md) */
+static inline void keys_ahead(const uint16_t *h, size_t stride, int n, int j, int m)
+{
+    for (int g = 0; g < 16 && j + g < m; g++)
+        for (int o = 0; o < 2 * n; o += 64)
+            __builtin_prefetch((const char *)(h + (size_t)(j + g) * stride) + o, 0, 2);
+}
+
+/* 16 keys at a time: each key's two sums as dot_f16_avx512 makes them (per query, the same FMAs
+ * in the same order), the reductions shared; each chunk of a key's row converted once for the NQ
+ * queries, whose sums stay in registers (NQ a constant of each inlined instance) */
+CPU_TARGET_AVX512 static ALWAYS_INLINE void dot_f16_keys_avx512(const uint16_t *h, size_t stride, const float *xq,
+                                                                size_t xs, const int NQ, int n, int m, float *yq,
+                                                                size_t ys)
 {
     const int body = n / 16 * 16;
     for (int j0 = 0; j0 < m; j0 += 16) {
         const int G = m - j0 < 16 ? m - j0 : 16;
-        __m512 v[16];
-        float sum[16];
+        keys_ahead(h, stride, n, j0 + 32, m);
+        __m512 v[4][16];
         for (int g = 0; g < 16; g++) {
-            __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-            int i = 0;
+            __m512 s0[4], s1[4];
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q++)
+                s0[q] = s1[q] = _mm512_setzero_ps();
             if (g < G) {
                 const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+                int i = 0;
                 for (; i + 32 <= n; i += 32) {
-                    s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i))),
-                                         _mm512_loadu_ps(x + i), s0);
-                    s1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i + 16))),
-                                         _mm512_loadu_ps(x + i + 16), s1);
+                    const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i)));
+                    const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i + 16)));
+#pragma GCC unroll 4
+                    for (int q = 0; q < NQ; q++) {
+                        s0[q] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q]);
+                        s1[q] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xq + q * xs + i + 16), s1[q]);
+                    }
                 }
-                if (i + 16 <= n)
-                    s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i))),
-                                         _mm512_loadu_ps(x + i), s0);
+                if (i + 16 <= n) {
+                    const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i)));
+#pragma GCC unroll 4
+                    for (int q = 0; q < NQ; q++)
+                        s0[q] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q]);
+                }
             }
-            v[g] = _mm512_add_ps(s0, s1);
+#pragma GCC unroll 4
+            for (int q = 0; q < NQ; q++)
+                v[q][g] = _mm512_add_ps(s0[q], s1[q]);
         }
-        hsum16_x16(v, sum);
-        for (int g = 0; g < G; g++) {
-            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
-            float r = sum[g];
-            for (int i = body; i < n; i++)
-                r += fmt_f16_to_f32(hk[i]) * x[i];
-            y[j0 + g] = r;
+        for (int q = 0; q < NQ; q++) {
+            const float *x = xq + q * xs;
+            float sum[16];
+            hsum16_x16(v[q], sum);
+            for (int g = 0; g < G; g++) {
+                const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+                float r = sum[g];
+                for (int i = body; i < n; i++)
+                    r += fmt_f16_to_f32(hk[i]) * x[i];
+                yq[q * ys + j0 + g] = r;
+            }
+        }
+    }
+}
+
+CPU_TARGET_AVX512 static void dot_f16_strided_avx512(const uint16_t *h, size_t stride, const float *xq, size_t xs, int nq,
+                                                     int n, int m, float *yq, size_t ys)
+{
+    for (int q0 = 0; q0 < nq; q0 += 4) {
+        const float *x = xq + q0 * xs;
+        float *y = yq + q0 * ys;
+        switch (nq - q0 < 4 ? nq - q0 : 4) {
+        case 1: dot_f16_keys_avx512(h, stride, x, xs, 1, n, m, y, ys); break;
+        case 2: dot_f16_keys_avx512(h, stride, x, xs, 2, n, m, y, ys); break;
+        case 3: dot_f16_keys_avx512(h, stride, x, xs, 3, n, m, y, ys); break;
+        default: dot_f16_keys_avx512(h, stride, x, xs, 4, n, m, y, ys); break;
         }
     }
 }
 
 /* 8 keys at a time: each key's four sums as dot_f16_avx2 makes them, the reductions shared */
-CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t stride, const float *x, int n, int m,
-                                                 float *y)
+CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t stride, const float *xq, size_t xs, int nq,
+                                                 int n, int m, float *yq, size_t ys)
 {
     const int body = n / 16 * 16;
     for (int j0 = 0; j0 < m; j0 += 8) {
         const int G = m - j0 < 8 ? m - j0 : 8;
+        if (j0 % 16 == 0)
+            keys_ahead(h, stride, n, j0 + 32, m);
+        for (int qi = 0; qi < nq; qi++) {
+        const float *x = xq + qi * xs;
+        float *y = yq + qi * ys;
         __m256 v[8];
         float sum[8];
         for (int g = 0; g < 8; g++) {
@@ -587,6 +637,7 @@ CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t strid
                 r += fmt_f16_to_f32(hk[i]) * x[i];
             y[j0 + g] = r;
         }
+        }
     }
 }
 
@@ -596,69 +647,137 @@ CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t strid
     const int body = n / 16 * 16;                                                                   \
     for (int i0 = 0; i0 < body; i0 += 64) {                                                         \
         const int nv = (body - i0 < 64 ? body - i0 : 64) / LANES;                                   \
-        VEC acc[64 / LANES];                                                                        \
-        for (int c = 0; c < nv; c++)                                                                \
-            acc[c] = LOAD(y + i0 + c * LANES);                                                      \
-        for (int j = 0; j < m; j++) {                                                               \
-            const VEC va = SET1(a[j]);                                                              \
-            const uint16_t *hk = h + (size_t)j * stride + i0;                                       \
+        for (int qi = 0; qi < nq; qi++) { /* this part of the keys' rows read again from the cache */ \
+            const float *a = aq + qi * as;                                                          \
+            float *y = yq + qi * ys;                                                                \
+            VEC acc[64 / LANES];                                                                    \
             for (int c = 0; c < nv; c++)                                                            \
-                acc[c] = FMA(va, CVT(hk + c * LANES), acc[c]);                                      \
+                acc[c] = LOAD(y + i0 + c * LANES);                                                  \
+            for (int j = 0; j < m; j++) {                                                           \
+                const VEC va = SET1(a[j]);                                                          \
+                const uint16_t *hk = h + (size_t)j * stride + i0;                                   \
+                if (qi == 0) { /* 16 keys ahead, as keys_ahead */                                   \
+                    __builtin_prefetch(hk + 16 * stride, 0, 2);                                     \
+                    __builtin_prefetch(hk + 16 * stride + 32, 0, 2);                                \
+                }                                                                                   \
+                for (int c = 0; c < nv; c++)                                                        \
+                    acc[c] = FMA(va, CVT(hk + c * LANES), acc[c]);                                  \
+            }                                                                                       \
+            for (int c = 0; c < nv; c++)                                                            \
+                STORE(y + i0 + c * LANES, acc[c]);                                                  \
         }                                                                                           \
-        for (int c = 0; c < nv; c++)                                                                \
-            STORE(y + i0 + c * LANES, acc[c]);                                                      \
     }                                                                                               \
-    for (int i = body; i < n; i++)                                                                  \
-        for (int j = 0; j < m; j++)                                                                 \
-            y[i] += a[j] * fmt_f16_to_f32(h[(size_t)j * stride + i]);
+    for (int qi = 0; qi < nq; qi++)                                                                 \
+        for (int i = body; i < n; i++)                                                              \
+            for (int j = 0; j < m; j++)                                                             \
+                yq[qi * ys + i] += aq[qi * as + j] * fmt_f16_to_f32(h[(size_t)j * stride + i]);
 
 CPU_TARGET_AVX512 static inline __m512 f16x16(const uint16_t *h)
 {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
 }
-CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *a, const uint16_t *h, size_t stride, int m, float *y,
-                                                      int n)
+CPU_TARGET_AVX512 static void axpy_rest_avx512(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride, int m,
+                                               float *yq, size_t ys, int n)
 {
     AXPY_STRIDED_BODY(__m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps, _mm512_set1_ps, f16x16)
 }
-CPU_TARGET_AVX2 static void axpy_f16_strided_avx2(const float *a, const uint16_t *h, size_t stride, int m, float *y,
-                                                  int n)
+
+/* 64 values of each of the NQ queries' y in registers while the keys pass, each key's chunk
+ * converted once for them (the FMAs of each y value key by key in order: the axpys' bits) */
+CPU_TARGET_AVX512 static ALWAYS_INLINE void axpy_f16_keys_avx512(const float *aq, size_t as, const int NQ,
+                                                                 const uint16_t *h, size_t stride, int m, float *yq,
+                                                                 size_t ys, int i0)
+{
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int q = 0; q < NQ; q++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            acc[q][c] = _mm512_loadu_ps(yq + q * ys + i0 + 16 * c);
+    for (int j = 0; j < m; j++) {
+        const uint16_t *hk = h + (size_t)j * stride + i0;
+        __builtin_prefetch(hk + 16 * stride, 0, 2); /* 16 keys ahead, as keys_ahead */
+        __builtin_prefetch(hk + 16 * stride + 32, 0, 2);
+        __m512 w[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            w[c] = f16x16(hk + 16 * c);
+#pragma GCC unroll 4
+        for (int q = 0; q < NQ; q++) {
+            const __m512 va = _mm512_set1_ps(aq[q * as + j]);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                acc[q][c] = _mm512_fmadd_ps(va, w[c], acc[q][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < NQ; q++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            _mm512_storeu_ps(yq + q * ys + i0 + 16 * c, acc[q][c]);
+}
+
+CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride,
+                                                      int m, float *yq, size_t ys, int n)
+{
+    const int full = n / 64 * 64;
+    for (int q0 = 0; q0 < nq; q0 += 4)
+        for (int i0 = 0; i0 < full; i0 += 64) {
+            const float *a = aq + q0 * as;
+            float *y = yq + q0 * ys;
+            switch (nq - q0 < 4 ? nq - q0 : 4) {
+            case 1: axpy_f16_keys_avx512(a, as, 1, h, stride, m, y, ys, i0); break;
+            case 2: axpy_f16_keys_avx512(a, as, 2, h, stride, m, y, ys, i0); break;
+            case 3: axpy_f16_keys_avx512(a, as, 3, h, stride, m, y, ys, i0); break;
+            default: axpy_f16_keys_avx512(a, as, 4, h, stride, m, y, ys, i0); break;
+            }
+        }
+    if (full < n) /* a head width not a multiple of 64: its last values as the generic body */
+        axpy_rest_avx512(aq, as, nq, h + full, stride, m, yq + full, ys, n - full);
+}
+
+CPU_TARGET_AVX2 static void axpy_f16_strided_avx2(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride,
+                                                  int m, float *yq, size_t ys, int n)
 {
     AXPY_STRIDED_BODY(__m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps, _mm256_set1_ps, f16x8)
 }
 #undef AXPY_STRIDED_BODY
 #endif
 
-void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, int n, int m, float *y)
+void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, size_t xs, int nq, int n, int m,
+                         float *y, size_t ys)
 {
 #if CPU_X86
     if (isa == CPU_ISA_AVX512) {
-        dot_f16_strided_avx512(h, stride, x, n, m, y);
+        dot_f16_strided_avx512(h, stride, x, xs, nq, n, m, y, ys);
         return;
     }
     if (isa == CPU_ISA_AVX2) {
-        dot_f16_strided_avx2(h, stride, x, n, m, y);
+        dot_f16_strided_avx2(h, stride, x, xs, nq, n, m, y, ys);
         return;
     }
 #endif
-    for (int j = 0; j < m; j++)
-        y[j] = cpu_dot_f16_f32(isa, h + (size_t)j * stride, x, n);
+    for (int qi = 0; qi < nq; qi++)
+        for (int j = 0; j < m; j++)
+            y[qi * ys + j] = cpu_dot_f16_f32(isa, h + (size_t)j * stride, x + qi * xs, n);
 }
 
-void cpu_axpy_f16_strided(cpu_isa isa, const float *a, const uint16_t *h, size_t stride, int m, float *y, int n)
+void cpu_axpy_f16_strided(cpu_isa isa, const float *a, size_t as, int nq, const uint16_t *h, size_t stride, int m,
+                          float *y, size_t ys, int n)
 {
 #if CPU_X86
     if (isa == CPU_ISA_AVX512) {
-        axpy_f16_strided_avx512(a, h, stride, m, y, n);
+        axpy_f16_strided_avx512(a, as, nq, h, stride, m, y, ys, n);
         return;
     }
     if (isa == CPU_ISA_AVX2) {
-        axpy_f16_strided_avx2(a, h, stride, m, y, n);
+        axpy_f16_strided_avx2(a, as, nq, h, stride, m, y, ys, n);
         return;
     }
 #endif
-    for (int j = 0; j < m; j++)
-        cpu_axpy_f16(isa, a[j], h + (size_t)j * stride, y, n);
+    for (int qi = 0; qi < nq; qi++)
+        for (int j = 0; j < m; j++)
+            cpu_axpy_f16(isa, a[qi * as + j], h + (size_t)j * stride, y + qi * ys, n);
 }
 
 void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,

@@ -27,11 +27,16 @@ void cpu_f32_to_f16(cpu_isa isa, const float *in, uint16_t *out, int n);
 void cpu_axpy_f32(cpu_isa isa, float a, const float *x, float *y, int n);
 /* y[i] += a * f32(h[i]) */
 void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n);
-/* y[j] = cpu_dot_f16_f32(isa, h + j * stride, x, n) for j < m, the same bits (attention's
- * scores of m keys: the horizontal sums of 16 (AVX-512) or 8 (AVX2) keys share their shuffles) */
-void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, int n, int m, float *y);
-/* cpu_axpy_f16(isa, a[j], h + j * stride, y, n) for j = 0 .. m - 1 in order, the same bits
- * (attention's weighted values: y stays in registers while the m keys pass) */
-void cpu_axpy_f16_strided(cpu_isa isa, const float *a, const uint16_t *h, size_t stride, int m, float *y, int n);
+/* y[q * ys + j] = cpu_dot_f16_f32(isa, h + j * stride, x + q * xs, n) for j < m and nq queries q,
+ * the same bits (attention's scores of m keys for the heads of one KV head: the horizontal sums
+ * of 16 (AVX-512) or 8 (AVX2) keys share their shuffles, each group of keys is read from memory
+ * once for all the queries) */
+void cpu_dot_f16_strided(cpu_isa isa, const uint16_t *h, size_t stride, const float *x, size_t xs, int nq, int n, int m,
+                         float *y, size_t ys);
+/* cpu_axpy_f16(isa, a[q * as + j], h + j * stride, y + q * ys, n) for j = 0 .. m - 1 in order and
+ * nq queries q, the same bits (attention's weighted values: y stays in registers while the m keys
+ * pass; the queries of one KV head read each part of the rows while it is in the cache) */
+void cpu_axpy_f16_strided(cpu_isa isa, const float *a, size_t as, int nq, const uint16_t *h, size_t stride, int m,
+                          float *y, size_t ys, int n);
 
 #endif
