@@ -49,8 +49,19 @@ float cpu_softmax_exp(float x)
     return y * s;
 }
 
-/* the fixed tree over the 8 double lanes */
-static double lanes_sum(const double s[8]) { return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])); }
+/* Values body .. n - 1 (the SIMD levels' rest, or the whole row): exp, each into its lane of
+ * sl; then 1 / the sum (the fixed tree over the 8 lanes), those values scaled by it. */
+static float rest_and_inv(float *p, int body, int n, float mx, double sl[8])
+{
+    for (int j = body; j < n; j++) {
+        p[j] = cpu_softmax_exp(p[j] - mx);
+        sl[j % 8] += (double)p[j];
+    }
+    const float inv = (float)(1.0 / (((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]))));
+    for (int j = body; j < n; j++)
+        p[j] = p[j] * inv;
+    return inv;
+}
 
 #if CPU_X86
 #define EXP_BODY(VEC, VI, SET1, MAX, FMA, SUB, MUL, CVT, SLLI, ADDI, CASTI)                             \
@@ -107,15 +118,9 @@ CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
     }
     double sl[8];
     _mm512_storeu_pd(sl, s);
-    for (int j = body; j < n; j++) {
-        p[j] = cpu_softmax_exp(p[j] - mx);
-        sl[j % 8] += (double)p[j];
-    }
-    const float inv = (float)(1.0 / lanes_sum(sl));
+    const float inv = rest_and_inv(p, body, n, mx, sl);
     for (int j = 0; j < body; j += 16)
         _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_set1_ps(inv)));
-    for (int j = body; j < n; j++)
-        p[j] = p[j] * inv;
 }
 
 CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
@@ -145,15 +150,9 @@ CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
     double sl[8];
     _mm256_storeu_pd(sl, s0);
     _mm256_storeu_pd(sl + 4, s1);
-    for (int j = body; j < n; j++) {
-        p[j] = cpu_softmax_exp(p[j] - mx);
-        sl[j % 8] += (double)p[j];
-    }
-    const float inv = (float)(1.0 / lanes_sum(sl));
+    const float inv = rest_and_inv(p, body, n, mx, sl);
     for (int j = 0; j < body; j += 8)
         _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_set1_ps(inv)));
-    for (int j = body; j < n; j++)
-        p[j] = p[j] * inv;
 }
 #endif
 
@@ -176,11 +175,5 @@ void cpu_softmax_row(cpu_isa isa, float *p, int n, float scale)
         mx = p[j] > mx ? p[j] : mx;
     }
     double sl[8] = {0};
-    for (int j = 0; j < n; j++) {
-        p[j] = cpu_softmax_exp(p[j] - mx);
-        sl[j % 8] += (double)p[j];
-    }
-    const float inv = (float)(1.0 / lanes_sum(sl));
-    for (int j = 0; j < n; j++)
-        p[j] = p[j] * inv;
+    (void)rest_and_inv(p, 0, n, mx, sl);
 }
