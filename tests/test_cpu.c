@@ -1038,7 +1038,7 @@ static void test_attention(void **st)
     const int H = 8, KVH = 2, hd = 64, n_kv = 45, kvw = KVH * hd;
     float *q = malloc(sizeof(float) * H * hd), *kf = malloc(sizeof(float) * n_kv * kvw),
           *vf = malloc(sizeof(float) * n_kv * kvw), *y = malloc(sizeof(float) * H * hd), *yr = malloc(sizeof(float) * H * hd),
-          *scratch = malloc(sizeof(float) * n_kv);
+          *scratch = malloc(sizeof(float) * CPU_ATT_GROUP * n_kv); /* cpu_attention's scratch */
     uint16_t *kh = malloc(2 * n_kv * kvw), *vh = malloc(2 * n_kv * kvw);
     for (int i = 0; i < H * hd; i++)
         q[i] = frnd(1.0f);
