@@ -49,6 +49,17 @@ float cpu_softmax_exp(float x)
     return y * s;
 }
 
+/* Values body .. n - 1 (the SIMD levels' rest, or the whole row) scaled; the max of them and mx
+ * (a NaN skipped by the comparison, as the vector maxima skip it) */
+static float rest_max(float *p, int body, int n, float scale, float mx)
+{
+    for (int j = body; j < n; j++) {
+        p[j] = p[j] * scale;
+        mx = p[j] > mx ? p[j] : mx;
+    }
+    return mx;
+}
+
 /* Values body .. n - 1 (the SIMD levels' rest, or the whole row): exp, each into its lane of
  * sl; then 1 / the sum (the fixed tree over the 8 lanes), those values scaled by it. */
 static float rest_and_inv(float *p, int body, int n, float mx, double sl[8])
@@ -104,11 +115,7 @@ CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
         _mm512_storeu_ps(p + j, v);
         mv = _mm512_max_ps(v, mv); /* a NaN value skipped, as the scalar walk's comparison */
     }
-    float mx = _mm512_reduce_max_ps(mv);
-    for (int j = body; j < n; j++) {
-        p[j] = p[j] * scale;
-        mx = p[j] > mx ? p[j] : mx;
-    }
+    const float mx = rest_max(p, body, n, scale, _mm512_reduce_max_ps(mv));
     __m512d s = _mm512_setzero_pd();
     for (int j = 0; j < body; j += 16) {
         const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), _mm512_set1_ps(mx)));
@@ -132,14 +139,11 @@ CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
         _mm256_storeu_ps(p + j, v);
         mv = _mm256_max_ps(v, mv);
     }
-    float ml[8], mx = -INFINITY;
+    float ml[8], m8 = -INFINITY;
     _mm256_storeu_ps(ml, mv);
     for (int l = 0; l < 8; l++)
-        mx = ml[l] > mx ? ml[l] : mx;
-    for (int j = body; j < n; j++) {
-        p[j] = p[j] * scale;
-        mx = p[j] > mx ? p[j] : mx;
-    }
+        m8 = ml[l] > m8 ? ml[l] : m8;
+    const float mx = rest_max(p, body, n, scale, m8);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0;
     for (int j = 0; j < body; j += 8) {
         const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p + j), _mm256_set1_ps(mx)));
@@ -169,11 +173,7 @@ void cpu_softmax_row(cpu_isa isa, float *p, int n, float scale)
     }
 #endif
     (void)isa;
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        p[j] = p[j] * scale;
-        mx = p[j] > mx ? p[j] : mx;
-    }
+    const float mx = rest_max(p, 0, n, scale, -INFINITY);
     double sl[8] = {0};
     (void)rest_and_inv(p, 0, n, mx, sl);
 }
