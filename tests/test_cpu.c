@@ -683,21 +683,22 @@ static void test_f16_dot(void **st)
  * dot and axpy, bit for bit, at every level this CPU runs: head sizes with and without a
  * 16-value tail, after a 32-value step or not, 1 to 33 keys (every remainder of the 16- and
  * 8-key groups) at a stride wider than the head (the K / V cache's rows), the last key ending
- * the allocation (a read past it is the sanitizers' to see), one query or the three heads of a
- * KV head at once (each query's own inputs, weights and outputs); outputs poisoned, the values
- * past each head untouched. */
+ * the allocation (a read past it is the sanitizers' to see), 1, 3, 4 or 5 queries at once (the
+ * heads of a KV head: each its own inputs, weights and outputs; 5 runs as 4 + 1); outputs
+ * poisoned, the values past each head untouched. */
 static void test_f16_strided(void **st)
 {
     (void)st;
-    enum { NQ = 3 };
+    enum { NQ = 5 };
+    const int nqs[] = {1, 3, 4, 5};
     const int dims[] = {8, 16, 32, 40, 64, 80, 100, 112, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;
         for (int di = 0; di < 9; di++)
             for (int ki = 0; ki < 8; ki++)
-                for (int nq = 1; nq <= NQ; nq += NQ - 1) {
-                    const int n = dims[di], m = keys[ki];
+                for (int qc = 0; qc < 4; qc++) {
+                    const int n = dims[di], m = keys[ki], nq = nqs[qc];
                     const size_t stride = (size_t)n + 24, len = stride * (size_t)(m - 1) + (size_t)n; /* no slack */
                     uint16_t *h = malloc(sizeof(uint16_t) * len);
                     float x[NQ][128], a[NQ][40], y[NQ][40], y1[NQ][40], o[NQ][132], o1[NQ][132];

@@ -293,9 +293,9 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, cons
             s[0][t][k] = s[1][t][k] = _mm256_setzero_ps();
     int i = 0;
     for (; i + 32 <= K; i += 32) {
-        cpu_stream_ahead(h0 + i);
+        cpu_stream_ahead_rows(h0, (size_t)i * 2, (size_t)K * 2, 2); /* tiles of 2 rows (cpu_stream.h) */
         if (R == 2)
-            cpu_stream_ahead(h1 + i);
+            cpu_stream_ahead_rows(h1, (size_t)i * 2, (size_t)K * 2, 2);
         F16_AVX2_STEP(0);
         i += 16;
         F16_AVX2_STEP(2);
@@ -515,11 +515,9 @@ CPU_TARGET_AVX2 static ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float out[
         out[o] = lanes[4 * (o % 2) + o / 2];
 }
 
-/* Keys j .. j + 15 asked for into L2 (prefetcht1) while an earlier group is summed: rows `stride`
- * apart, of which a head reads 2 n bytes, a pattern the hardware's prefetchers follow late. Into
- * L2 rather than L1: the requests then queue in L2's larger miss queue, and one thread streamed a
- * 4,007-key cache at 4.8 GB/s against 3.5 with prefetcht0 (2 groups ahead; 1 to 8 measured alike;
- * the 2-core Intel Xeon VM of docs/performance.md) */
+/* Keys j .. j + 15 asked for into L2 (prefetcht1): 2 n bytes of every `stride`, a pattern the
+ * hardware's prefetchers follow late; into L2's larger miss queue rather than L1's, one thread
+ * read a 4,007-key cache at 4.8 GB/s against 3.5 (docs/performance.md's Xeon VM) */
 static inline void keys_ahead(const uint16_t *h, size_t stride, int n, int j, int m)
 {
     for (int g = 0; g < 16 && j + g < m; g++)
@@ -597,47 +595,50 @@ CPU_TARGET_AVX512 static void dot_f16_strided_avx512(const uint16_t *h, size_t s
     }
 }
 
-/* 8 keys at a time: each key's four sums as dot_f16_avx2 makes them, the reductions shared */
+/* keys j0 .. j0 + G - 1 (G <= 8), one query: each key's sums as dot_f16_avx2's, reduced together */
+CPU_TARGET_AVX2 static void dot_f16_group_avx2(const uint16_t *h, size_t stride, const float *x, int n, int j0, int G,
+                                               float *y)
+{
+    const int body = n / 16 * 16;
+    __m256 v[8];
+    float sum[8];
+    for (int g = 0; g < 8; g++) {
+        __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
+        int i = 0;
+        if (g < G) {
+            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+            for (; i + 32 <= n; i += 32) {
+                s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
+                s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+                s1l = _mm256_fmadd_ps(f16x8(hk + i + 16), _mm256_loadu_ps(x + i + 16), s1l);
+                s1h = _mm256_fmadd_ps(f16x8(hk + i + 24), _mm256_loadu_ps(x + i + 24), s1h);
+            }
+            if (i + 16 <= n) {
+                s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
+                s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
+            }
+        }
+        v[g] = _mm256_add_ps(_mm256_add_ps(s0h, s1h), _mm256_add_ps(s0l, s1l)); /* reduce16's hi + lo */
+    }
+    hsum8_x8(v, sum);
+    for (int g = 0; g < G; g++) {
+        const uint16_t *hk = h + (size_t)(j0 + g) * stride;
+        float r = sum[g];
+        for (int i = body; i < n; i++)
+            r += fmt_f16_to_f32(hk[i]) * x[i];
+        y[j0 + g] = r;
+    }
+}
+
+/* 8 keys at a time, the queries one after the other (the group's rows in L1 after the first) */
 CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t stride, const float *xq, size_t xs, int nq,
                                                  int n, int m, float *yq, size_t ys)
 {
-    const int body = n / 16 * 16;
     for (int j0 = 0; j0 < m; j0 += 8) {
-        const int G = m - j0 < 8 ? m - j0 : 8;
         if (j0 % 16 == 0)
             keys_ahead(h, stride, n, j0 + 32, m);
-        for (int qi = 0; qi < nq; qi++) {
-        const float *x = xq + qi * xs;
-        float *y = yq + qi * ys;
-        __m256 v[8];
-        float sum[8];
-        for (int g = 0; g < 8; g++) {
-            __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
-            int i = 0;
-            if (g < G) {
-                const uint16_t *hk = h + (size_t)(j0 + g) * stride;
-                for (; i + 32 <= n; i += 32) {
-                    s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
-                    s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
-                    s1l = _mm256_fmadd_ps(f16x8(hk + i + 16), _mm256_loadu_ps(x + i + 16), s1l);
-                    s1h = _mm256_fmadd_ps(f16x8(hk + i + 24), _mm256_loadu_ps(x + i + 24), s1h);
-                }
-                if (i + 16 <= n) {
-                    s0l = _mm256_fmadd_ps(f16x8(hk + i), _mm256_loadu_ps(x + i), s0l);
-                    s0h = _mm256_fmadd_ps(f16x8(hk + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
-                }
-            }
-            v[g] = _mm256_add_ps(_mm256_add_ps(s0h, s1h), _mm256_add_ps(s0l, s1l)); /* reduce16's hi + lo */
-        }
-        hsum8_x8(v, sum);
-        for (int g = 0; g < G; g++) {
-            const uint16_t *hk = h + (size_t)(j0 + g) * stride;
-            float r = sum[g];
-            for (int i = body; i < n; i++)
-                r += fmt_f16_to_f32(hk[i]) * x[i];
-            y[j0 + g] = r;
-        }
-        }
+        for (int q = 0; q < nq; q++)
+            dot_f16_group_avx2(h, stride, xq + q * xs, n, j0, m - j0 < 8 ? m - j0 : 8, yq + q * ys);
     }
 }
 
