@@ -211,6 +211,23 @@ int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t
     return 0;
 }
 
+int fmt_check_f16_scales(const char *name, const char *what, uint32_t blk, uint32_t blk_bytes, uint32_t at,
+                         const uint8_t *data, const int64_t ne[4], char *err)
+{
+    const uint64_t nb = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3] / blk;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint16_t h;
+        memcpy(&h, data + b * blk_bytes + at, 2);
+        if ((h & 0x7c00u) != 0x7c00u) /* exponent not all ones: finite */
+            continue;
+        const float d = fmt_f16_to_f32(h);
+        snprintf(err, FMT_ERR_LEN, "%s block %llu: its scale %s is %s; weights must be finite numbers", name,
+                 (unsigned long long)b, what, isnan(d) ? "NaN" : d > 0 ? "+infinity" : "-infinity");
+        return -1;
+    }
+    return 0;
+}
+
 int fmt_check_scale(float s, const char *what, char *err)
 {
     if (isfinite(s))

@@ -159,6 +159,12 @@ int fmt_encode_ternary(const fmt_codec *c, const int8_t *t, int64_t ne0, int64_t
 /* A load-time check of a tensor's one f32 scale (the .check of I2_S and TQ1_T): 0 when s is
  * finite, else -1 and err = "<what> is NaN; weights must be finite numbers" (or +/-infinity). */
 int fmt_check_scale(float s, const char *what, char *err);
+/* A load-time check of the f16 scale at byte `at` of every block (blocks of blk values in
+ * blk_bytes bytes; ggml's block formats): 0 when all are finite, else -1 and "<name> block B: its
+ * scale <what> is NaN; ..." in err. Exponent bits first: a file's millions of blocks cost a load
+ * of two bytes each. */
+int fmt_check_f16_scales(const char *name, const char *what, uint32_t blk, uint32_t blk_bytes, uint32_t at,
+                         const uint8_t *data, const int64_t ne[4], char *err);
 
 /* IEEE half <-> float (round to nearest even; inf, NaN, subnormals exact), bit-level. */
 float fmt_f16_to_f32(uint16_t h);

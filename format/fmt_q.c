@@ -16,14 +16,5 @@ float fmt_q_block_d(const uint8_t *blk)
 int fmt_q_check(const char *name, uint32_t blk, uint32_t blk_bytes, const uint8_t *data, const int64_t ne[4],
                 char *err)
 {
-    const uint64_t nb = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3] / blk;
-    for (uint64_t b = 0; b < nb; b++) {
-        const float d = fmt_q_block_d(data + b * blk_bytes);
-        if (!isfinite(d)) {
-            snprintf(err, FMT_ERR_LEN, "%s block %llu: its scale d is %s; weights must be finite numbers", name,
-                     (unsigned long long)b, isnan(d) ? "NaN" : d > 0 ? "+infinity" : "-infinity");
-            return -1;
-        }
-    }
-    return 0;
+    return fmt_check_f16_scales(name, "d", blk, blk_bytes, 0, data, ne, err);
 }

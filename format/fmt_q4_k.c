@@ -112,15 +112,9 @@ static void q4k_encode(const float *in, int64_t n, uint8_t *blocks)
 /* d and dmin of every block finite (a NaN scale would reach every logit) */
 static int q4k_check(const uint8_t *data, const int64_t ne[4], char *err)
 {
-    const uint64_t nb = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3] / QK;
-    for (uint64_t b = 0; b < nb; b++)
-        for (int k = 0; k < 2; k++) {
-            char what[64];
-            snprintf(what, sizeof what, "block %llu's %s", (unsigned long long)b, k ? "dmin" : "d");
-            if (fmt_check_scale(half_at(data + b * Q4K_BYTES + 2 * k), what, err))
-                return -1;
-        }
-    return 0;
+    if (fmt_check_f16_scales("Q4_K", "d", QK, Q4K_BYTES, 0, data, ne, err))
+        return -1;
+    return fmt_check_f16_scales("Q4_K", "dmin", QK, Q4K_BYTES, 2, data, ne, err);
 }
 
 const fmt_codec fmt_codec_q4_k = {

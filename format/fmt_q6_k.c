@@ -90,14 +90,7 @@ static void q6k_encode(const float *in, int64_t n, uint8_t *blocks)
 /* d of every block finite */
 static int q6k_check(const uint8_t *data, const int64_t ne[4], char *err)
 {
-    const uint64_t nb = (uint64_t)ne[0] * (uint64_t)ne[1] * (uint64_t)ne[2] * (uint64_t)ne[3] / QK;
-    for (uint64_t b = 0; b < nb; b++) {
-        char what[64];
-        snprintf(what, sizeof what, "block %llu's d", (unsigned long long)b);
-        if (fmt_check_scale(q6k_d(data + b * Q6K_BYTES), what, err))
-            return -1;
-    }
-    return 0;
+    return fmt_check_f16_scales("Q6_K", "d", QK, Q6K_BYTES, 208, data, ne, err);
 }
 
 const fmt_codec fmt_codec_q6_k = {

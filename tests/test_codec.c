@@ -234,6 +234,20 @@ static void test_q4_k_layout(void **state)
         if (y[e] != 0.5f * (float)(sc[j] * q) - 0.25f * (float)mn[j])
             fail_msg("Q4_K element %d: %g, want %g", e, y[e], 0.5f * (float)(sc[j] * q) - 0.25f * (float)mn[j]);
     }
+    /* load-time check (two blocks): the second block's dmin NaN, then its d -infinity */
+    uint8_t two[288];
+    memcpy(two, b, 144), memcpy(two + 144, b, 144);
+    const int64_t ne[4] = {512, 1, 1, 1};
+    char err[FMT_ERR_LEN];
+    assert_int_equal(fmt_codec_find(FMT_Q4_K)->check(two, ne, err), 0);
+    h = 0x7e00; /* NaN */
+    memcpy(two + 144 + 2, &h, 2);
+    assert_int_equal(fmt_codec_find(FMT_Q4_K)->check(two, ne, err), -1);
+    assert_non_null(strstr(err, "Q4_K block 1: its scale dmin is NaN"));
+    h = 0xfc00; /* -infinity */
+    memcpy(two + 144, &h, 2);
+    assert_int_equal(fmt_codec_find(FMT_Q4_K)->check(two, ne, err), -1);
+    assert_non_null(strstr(err, "Q4_K block 1: its scale d is -infinity"));
 }
 
 /* Q6_K's block (format/fmt_q6_k.c) placed by hand: all zero (6-bit value 0, q = -32) but
@@ -265,6 +279,14 @@ static void test_q6_k_layout(void **state)
         if (y[e] != want)
             fail_msg("Q6_K element %d: %g, want %g", e, y[e], want);
     }
+    /* load-time check: d (bytes 208..209) +infinity */
+    const int64_t ne[4] = {256, 1, 1, 1};
+    char err[FMT_ERR_LEN];
+    assert_int_equal(fmt_codec_find(FMT_Q6_K)->check(b, ne, err), 0);
+    const uint16_t inf = 0x7c00;
+    memcpy(b + 208, &inf, 2);
+    assert_int_equal(fmt_codec_find(FMT_Q6_K)->check(b, ne, err), -1);
+    assert_non_null(strstr(err, "Q6_K block 0: its scale d is +infinity"));
 }
 
 /* Q4_0's block (ggml's block_q4_0): f16 d, then 16 bytes; byte 2 + j holds element j in its low

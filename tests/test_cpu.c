@@ -522,9 +522,12 @@ static void test_tq_q8k(void **st)
 }
 
 /* Q4_K / Q6_K rows times Q8_K activations (cpu_kquant.h), llama.cpp's product, at K = 768 (an odd
- * number of 256-blocks), 7 rows, 3 tokens, random block bytes (every 6-bit scale and min, nibble
- * and int8 scale value occurs) with random finite d / dmin, outputs poisoned with NaN. Every ISA
- * level gives the scalar level's bits (exact integer block sums, the same float order). Against
+ * number of 256-blocks), 19 rows, 6 tokens (AVX-512 tiles: of 4 rows x 4 tokens, full and short
+ * each way; of 16 rows x 1 token, a full and a short one), random block bytes (every 6-bit scale
+ * and min, nibble and int8 scale value occurs) with random finite d / dmin, outputs poisoned with
+ * NaN. Every ISA level, without the tokens' code sums (the row walk) and with them (all tokens
+ * at once, then one token a call), gives the scalar level's bits (exact integer block sums, the
+ * same float order). Against
  * ref_linear (the rows' reference decode times the Q8_K values, summed in double): the CPU scales
  * each block's exact integer sums by one f32 product (1 rounding) and sums the blocks in f32
  * (3 + 1 adds), the reference rounds each decoded weight up to 3 times: at most 8 roundings of
@@ -533,13 +536,16 @@ static void test_tq_q8k(void **st)
 static void test_kq_dot(void **st)
 {
     (void)st;
-    enum { K = 768, M = 7, N = 3, NB = K / 256 };
+    enum { K = 768, M = 19, N = 6, NB = K / 256 };
     static float x[N * K], d8[N * NB], y[N * M], y0[N * M], yr[N * M], wrow[K];
     static int8_t q[N * K];
+    static int16_t bs[N * K / 16];
     for (int i = 0; i < N * K; i++)
         x[i] = frnd(1.0f + (float)(i / 256 % 3)); /* blocks of different magnitudes */
-    for (int t = 0; t < N; t++)
+    for (int t = 0; t < N; t++) {
         cpu_act_quant_q8k(CPU_ISA_SCALAR, x + t * K, K, q + t * K, d8 + t * NB);
+        cpu_q8k_bsums(q + t * K, K, bs + t * (K / 16));
+    }
     const uint32_t types[2] = {FMT_Q4_K, FMT_Q6_K};
     for (int ti = 0; ti < 2; ti++) {
         const fmt_codec *c = fmt_codec_find(types[ti]);
@@ -557,13 +563,19 @@ static void test_kq_dot(void **st)
                 memcpy(p + 2, &h1, 2);
         }
         assert_int_equal(ref_linear(types[ti], w, K, M, x, N, yr), 0);
-        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        for (int run = 0; run < 3 * CPU_ISA_COUNT; run++) {
+            const int isa = run / 3, mode = run % 3;
             if (!cpu_isa_runs((cpu_isa)isa))
                 continue;
             for (int i = 0; i < N * M; i++)
                 y[i] = NAN;
-            cpu_kq_dot((cpu_isa)isa, types[ti], w, K, 0, M, q, d8, N, y, M);
-            if (isa == 0)
+            if (mode < 2)
+                cpu_kq_dot((cpu_isa)isa, types[ti], w, K, 0, M, q, d8, mode ? bs : NULL, N, y, M);
+            else
+                for (int t = 0; t < N; t++)
+                    cpu_kq_dot((cpu_isa)isa, types[ti], w, K, 0, M, q + t * K, d8 + t * NB, bs + t * (K / 16), 1,
+                               y + t * M, M);
+            if (run == 0)
                 memcpy(y0, y, sizeof y);
             assert_memory_equal(y, y0, sizeof y);
         }

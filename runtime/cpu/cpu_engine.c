@@ -255,6 +255,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     const size_t kq_rows = (size_t)(e->n_batch > CPU_MAX_ROWS ? e->n_batch : CPU_MAX_ROWS); /* a step, a head chunk */
     e->kq_q = malloc(kq_rows * (size_t)(e->max_kq_k ? e->max_kq_k : 1));
     e->kq_d = malloc(sizeof(float) * kq_rows * (size_t)(e->max_kq_k / 256 + 1));
+    e->kq_s = malloc(sizeof(int16_t) * kq_rows * (size_t)(e->max_kq_k / 16 + 1));
     e->ffn_active = calloc((size_t)e->n_layers, sizeof(uint64_t));
     e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
     e->pos_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
@@ -265,7 +266,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
     e->kv = calloc(1, kv_bytes); /* zero: never stale data */
     if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->lin_q ||
-        !e->lin_qd || !e->kq_q || !e->kq_d || !e->logits || !e->ffn_active ||
+        !e->lin_qd || !e->kq_q || !e->kq_d || !e->kq_s || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf || !e->kv0_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
@@ -449,6 +450,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->lin_x);
     free(e->kq_q);
     free(e->kq_d);
+    free(e->kq_s);
     free(e->lin_q);
     free(e->lin_qd);
     free(e->logits);

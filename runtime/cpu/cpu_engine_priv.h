@@ -75,6 +75,7 @@ struct cpu_engine {
     int max_kq_k;             /* widest input of a linear op or LM head over Q4_K / Q6_K (0: none) */
     int8_t *kq_q;             /* [kq_rows][max_kq_k]: such an input as Q8_K codes (cpu_kquant.h) */
     float *kq_d;              /* [kq_rows][max_kq_k / 256]: their block scales */
+    int16_t *kq_s;            /* [kq_rows][max_kq_k / 16]: their 16-code sums (cpu_q8k_bsums) */
     int8_t *lin_q;            /* Q8_0 codes of a linear's input [n_batch][max_lin_k], or of the LM head's
                                  rows [CPU_MAX_ROWS][dim], for block-quantized weights (cpu_qdot.h) */
     float *lin_qd;            /* their block scales, one per 32 codes */

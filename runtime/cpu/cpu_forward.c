@@ -310,7 +310,8 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     }
     const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, so->tensor, 0);
     if (cpu_kq_has(w->type)) { /* the chunk's rows as Q8_K codes (lm_head) */
-        cpu_kq_dot(e->pick[CPU_OP_HEAD].isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->head_chunk,
+        cpu_kq_dot(e->pick[CPU_OP_HEAD].isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, e->kq_s,
+                   r->head_chunk,
                    r->head_chunk_out, e->vocab);
         return;
     }
@@ -338,7 +339,7 @@ static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
     cpu_engine *e = r->e;
     const cpu_weight *w = cpu_w(e, so->tensor, r->layer);
     if (cpu_kq_has(w->type)) { /* the input as Q8_K codes (linear) */
-        cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, r->s->n, OUT(e, so),
+        cpu_kq_dot(e->isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, e->kq_s, r->s->n, OUT(e, so),
                    WIDTH(e, so->op->out));
     } else {
         const float *x = w->type == FMT_F16 ? e->lin_x : IN0(e, so);
@@ -360,12 +361,14 @@ static void linear_x_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     }
 }
 
-/* tokens lo .. hi of x [.][K] as Q8_K codes and block scales (K-quant matrices: llama.cpp's
- * vec_dot_type for Q4_K / Q6_K) */
+/* tokens lo .. hi of x [.][K] as Q8_K codes, block scales and 16-code sums (K-quant matrices:
+ * llama.cpp's vec_dot_type for Q4_K / Q6_K) */
 static void kq_quant(cpu_engine *e, const float *x, int K, int64_t lo, int64_t hi)
 {
-    for (int64_t t = lo; t < hi; t++)
+    for (int64_t t = lo; t < hi; t++) {
         cpu_act_quant_q8k(e->isa, x + t * K, K, e->kq_q + t * K, e->kq_d + t * (K / 256));
+        cpu_q8k_bsums(e->kq_q + t * K, K, e->kq_s + t * (K / 16));
+    }
 }
 
 static void kq_quant_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)

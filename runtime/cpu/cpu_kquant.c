@@ -1,6 +1,6 @@
 /* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
- * sums (scalar, AVX2 maddubs, AVX-512 64 elements a register), then ggml's float scaling. The
- * integer sums are exact, so every level gives the same bits. */
+ * sums (scalar, AVX2 maddubs, AVX-512 64 elements a register, AVX-512 tiles of 16 sums), then
+ * ggml's float scaling. The integer sums are exact, so every level gives the same bits. */
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_stream.h"
 
@@ -139,37 +139,33 @@ CPU_TARGET_AVX2 static int32_t q6k_block_avx2(const uint8_t *p, const int8_t *q8
  * low nibbles and 128 h + 64..127 in its high ones, in order; qh[32 h ..] broadcast to both halves
  * gives their top bits, shifted per half (elements 32 apart sit 2 bits apart). Each 16-element
  * sub-block's int16 pair sums meet its scale (vpermw spreads the 16 scales 8 lanes each). */
-/* Q4_K 64 elements a register: qs[64 c ..] holds sub-blocks 4 c and 4 c + 2 in its low nibbles
- * (bytes 0..31, 32..63) and 4 c + 1, 4 c + 3 in its high ones, each facing its 32 activations
- * (two 256-bit loads); the scales and mins (q4k_scales_mins) spread 16 lanes each by vpermw. */
-static const int16_t Q4K_SPREAD[4][32] = { /* lanes 0..15: sub-block a, 16..31: sub-block b */
+/* Q4_K 64 elements a register, in order: elements 64 k .. 64 k + 63 are sub-blocks 2 k (the low
+ * nibbles of qs[32 k .. 32 k + 31]) and 2 k + 1 (their high nibbles), so those 32 bytes in both
+ * halves of a register, the upper half shifted by 4, face the activations' 64 codes as they
+ * lie; the scales and mins (q4k_scales_mins) spread 16 lanes each by vpermw, and vpdpwssd sums
+ * each sub-block's int16 pairs times its scale into int32 lanes. */
+static const int16_t Q4K_SPREAD[4][32] = { /* lanes 0..15: sub-block 2 k, 16..31: 2 k + 1 */
 #define Q4K_S(a, b) a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b
-    {Q4K_S(0, 2)}, {Q4K_S(1, 3)}, {Q4K_S(4, 6)}, {Q4K_S(5, 7)},
+    {Q4K_S(0, 1)}, {Q4K_S(2, 3)}, {Q4K_S(4, 5)}, {Q4K_S(6, 7)},
 #undef Q4K_S
 };
-CPU_TARGET_AVX512 static inline __m512i q4k_y(const int8_t *y0, const int8_t *y1)
+/* the values 0..15 of elements 64 k .. 64 k + 63 of the block at p */
+CPU_TARGET_AVX512 static inline __m512i q4k_part(const uint8_t *p, int k)
 {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y0)),
-                              _mm256_loadu_si256((const __m256i *)y1), 1);
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16 + 32 * k)));
+    return _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1)),
+                            _mm512_set1_epi8(0xF));
 }
 CPU_TARGET_AVX512 static void q4k_block_avx512(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
 {
     const __m512i sm = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(q4k_scales_mins(p)));
-    const __m512i m4 = _mm512_set1_epi8(0xF), ones = _mm512_set1_epi8(1), to_min = _mm512_set1_epi16(8);
+    const __m512i ones = _mm512_set1_epi8(1), to_min = _mm512_set1_epi16(8);
     __m512i acc = _mm512_setzero_si512(), accm = acc;
-    for (int c = 0; c < 2; c++) {
-        const __m512i x = _mm512_loadu_si512(p + 16 + 64 * c);
-        const __m512i lo = _mm512_and_si512(x, m4), hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
-        const int8_t *y = q8 + 128 * c;
-        const __m512i ylo = q4k_y(y, y + 64), yhi = q4k_y(y + 32, y + 96);
-        const __m512i ilo = _mm512_loadu_si512(Q4K_SPREAD[2 * c]), ihi = _mm512_loadu_si512(Q4K_SPREAD[2 * c + 1]);
-        acc = _mm512_add_epi32(acc, _mm512_add_epi32(
-                                        _mm512_madd_epi16(_mm512_maddubs_epi16(lo, ylo), _mm512_permutexvar_epi16(ilo, sm)),
-                                        _mm512_madd_epi16(_mm512_maddubs_epi16(hi, yhi), _mm512_permutexvar_epi16(ihi, sm))));
-        const __m512i mlo = _mm512_permutexvar_epi16(_mm512_add_epi16(ilo, to_min), sm),
-                      mhi = _mm512_permutexvar_epi16(_mm512_add_epi16(ihi, to_min), sm);
-        accm = _mm512_add_epi32(accm, _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(ones, ylo), mlo),
-                                                       _mm512_madd_epi16(_mm512_maddubs_epi16(ones, yhi), mhi)));
+    for (int k = 0; k < 4; k++) {
+        const __m512i y = _mm512_loadu_si512(q8 + 64 * k), idx = _mm512_loadu_si512(Q4K_SPREAD[k]);
+        acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(q4k_part(p, k), y), _mm512_permutexvar_epi16(idx, sm));
+        accm = _mm512_dpwssd_epi32(accm, _mm512_maddubs_epi16(ones, y),
+                                   _mm512_permutexvar_epi16(_mm512_add_epi16(idx, to_min), sm));
     }
     *isum = _mm512_reduce_add_epi32(acc);
     *imin = _mm512_reduce_add_epi32(accm);
@@ -202,11 +198,299 @@ CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t
         /* lanes 8 j .. 8 j + 7 of d0 / d1: sub-block 8 h + j / 8 h + 4 + j */
         const __m512i s0 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h]), sc16);
         const __m512i s1 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h + 1]), sc16);
-        acc = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_madd_epi16(d0, s0), _mm512_madd_epi16(d1, s1)));
+        acc = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(acc, d0, s0), d1, s1);
     }
     return _mm512_reduce_add_epi32(acc);
 }
+/* ---- A prompt step's tiles (AVX-512): 4 rows x 4 tokens ----
+ * The row walk above unpacks a row's block once per token. Here a block of 4 rows is unpacked
+ * once for 4 tokens: each 64-element part's values and spread scales of the 4 rows sit in
+ * registers while the tokens' codes pass, 16 (row, token) int32 sums; a block's 16 sums are
+ * reduced together (hsum_i32_x16). Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element
+ * code sums (cpu_q8k_bsums) instead of the codes. The integer sums are the row walk's and the
+ * float part runs in its order, lane (row r, token t) = 4 r + t: the same bits. */
+#define KQ_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* lane o of the result = the sum of v[o]'s 16 lanes (the tree of cpu_vec.c's hsum16_x16 on
+ * integers: exact in any order) */
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512i hsum_i32_x16(const __m512i v[16])
+{
+#define KQ_SHUF(x, y, m) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x), _mm512_castsi512_ps(y), m))
+    __m512i a[8], b[4], c[2];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        a[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                                _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        b[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)),
+                                _mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        c[k] = _mm512_add_epi32(KQ_SHUF(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                KQ_SHUF(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512i d = _mm512_add_epi32(KQ_SHUF(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       KQ_SHUF(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+#undef KQ_SHUF
+    /* d's lane 4 (o % 4) + o / 4 holds v[o]'s sum */
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), d);
+}
+
+/* A tile: R rows (Q4_K / Q6_K blocks, row_bytes apart in the matrix) x T tokens' codes, block
+ * scales and 16-sums, R T = 16 sums; lane o of a tile's vectors is row o / T, token o % T. */
+typedef struct {
+    const uint8_t *w[16];
+    const int8_t *q[4];
+    const float *d8[4];
+    const int16_t *bs[4];
+    size_t row_bytes;
+} kq_tile;
+
+static inline uint32_t u32_at(const uint8_t *p)
+{
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return u;
+}
+
+/* lanes o: the two f16 at byte `at` of row o / T's block p[o / T] (inserted, not stored and
+ * reloaded), as floats: the first (*lo) and the second (*hi); F16C gives fmt_f16_to_f32's values */
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void kq_rows_f16x2(const uint8_t *const p[16], int R, int T, int at,
+                                                              __m512 *lo, __m512 *hi)
+{
+    __m512i u;
+    if (R == 16)
+        u = _mm512_setr_epi32((int)u32_at(p[0] + at), (int)u32_at(p[1] + at), (int)u32_at(p[2] + at),
+                              (int)u32_at(p[3] + at), (int)u32_at(p[4] + at), (int)u32_at(p[5] + at),
+                              (int)u32_at(p[6] + at), (int)u32_at(p[7] + at), (int)u32_at(p[8] + at),
+                              (int)u32_at(p[9] + at), (int)u32_at(p[10] + at), (int)u32_at(p[11] + at),
+                              (int)u32_at(p[12] + at), (int)u32_at(p[13] + at), (int)u32_at(p[14] + at),
+                              (int)u32_at(p[15] + at));
+    else
+        u = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                     _mm512_castsi128_si512(_mm_setr_epi32((int)u32_at(p[0] + at), (int)u32_at(p[1] + at),
+                                                                           (int)u32_at(p[2] + at),
+                                                                           (int)u32_at(p[3] + at))));
+    *lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
+    *hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
+}
+/* lanes o: token o % T's d8 of block b */
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512 kq_tokens_d8(const kq_tile *k, int T, int64_t b)
+{
+    if (T == 1)
+        return _mm512_set1_ps(k->d8[0][b]);
+    return _mm512_broadcast_f32x4(_mm_setr_ps(k->d8[0][b], k->d8[1][b], k->d8[2][b], k->d8[3][b]));
+}
+/* a one-token tile reads 16 rows from memory: each asks CPU_STREAM_AHEAD ahead (cpu_stream.h) */
+static KQ_ALWAYS_INLINE void kq_ahead(const kq_tile *k, int R, int T, int64_t b, int blk_bytes)
+{
+    if (T != 1)
+        return; /* a prompt's tiles read each row for every token tile: from the cache after the first */
+    for (int r = 0; r < R; r++)
+        for (int o = 0; o < blk_bytes; o += 64)
+            cpu_stream_ahead_rows(k->w[r], (size_t)b * blk_bytes + o, k->row_bytes, R);
+}
+/* the int16 vector of a Q4_K block's 8 scales (lanes 0..7) and mins (8..15) */
+CPU_TARGET_AVX512 static inline __m512i q4k_sm(const uint8_t *p)
+{
+    return _mm512_castsi256_si512(_mm256_cvtepu8_epi16(q4k_scales_mins(p)));
+}
+
+/* 4 x 4: acc[4 r + t] += the int16 pairs maddubs(w[r], y_t) times s[r] (vpdpwssd) for the 64
+ * codes of each token at q[t] + off: a row's part unpacked once for the 4 tokens */
+#define KQ_TILE_PART(off)                                                                          \
+    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)                                            \
+    {                                                                                              \
+        const __m512i y = _mm512_loadu_si512(k->q[t] + (off));                                     \
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) acc[4 * r + t] =                       \
+            _mm512_dpwssd_epi32(acc[4 * r + t], _mm512_maddubs_epi16(w[r], y), s[r]);              \
+    }
+
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
+{
+    const __m256i to_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m512 sum = _mm512_setzero_ps(), summ = sum;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p[16];
+        __m512i acc[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            p[r] = k->w[r] + b * FMT_Q4_K_BYTES;
+        kq_ahead(k, R, T, b, FMT_Q4_K_BYTES);
+#pragma GCC unroll 16
+        for (int o = 0; o < 16; o++)
+            acc[o] = _mm512_setzero_si512();
+        if (T == 1) { /* a row's 4 parts against the token's 4 */
+            __m512i y[4];
+#pragma GCC unroll 4
+            for (int part = 0; part < 4; part++)
+                y[part] = _mm512_loadu_si512(k->q[0] + b * QK + 64 * part);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                const __m512i sm = q4k_sm(p[r]);
+#pragma GCC unroll 4
+                for (int part = 0; part < 4; part++)
+                    acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(q4k_part(p[r], part), y[part]),
+                                                 _mm512_permutexvar_epi16(_mm512_loadu_si512(Q4K_SPREAD[part]), sm));
+            }
+        } else { /* a part of the 4 rows against the 4 tokens' */
+            __m512i sm[4], w[4], s[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                sm[r] = q4k_sm(p[r]);
+#pragma GCC unroll 4
+            for (int part = 0; part < 4; part++) { /* elements 64 part .. 64 part + 63 */
+                const __m512i spread = _mm512_loadu_si512(Q4K_SPREAD[part]);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    w[r] = q4k_part(p[r], part);
+                    s[r] = _mm512_permutexvar_epi16(spread, sm[r]);
+                }
+                KQ_TILE_PART(b * QK + 64 * part)
+            }
+        }
+        const __m512i isum = hsum_i32_x16(acc);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            const __m256i mins = _mm256_permutexvar_epi16(to_mins, _mm512_castsi512_si256(q4k_sm(p[r])));
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) /* sum_j m_j (bs[2 j] + bs[2 j + 1]) */
+                acc[r * T + t] = _mm512_zextsi256_si512(
+                    _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16)))));
+        }
+        const __m512i imin = hsum_i32_x16(acc);
+        const __m512 d8 = kq_tokens_d8(k, T, b);
+        __m512 d, dmin;
+        kq_rows_f16x2(p, R, T, 0, &d, &dmin);
+        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum)));
+        summ = _mm512_add_ps(summ, _mm512_mul_ps(_mm512_mul_ps(dmin, d8), _mm512_cvtepi32_ps(imin)));
+    }
+    _mm512_storeu_ps(out, _mm512_sub_ps(sum, summ));
+}
+
+/* the values 0..63 of a Q6_K block's elements 64 part .. 64 part + 63 (as q6k_block_avx512) */
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512i q6k_part(const uint8_t *p, int part)
+{
+    const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
+    const int h = part / 2;
+    const __m512i ql = _mm512_loadu_si512(p + 64 * h);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
+    if (part % 2)
+        return _mm512_or_si512(
+            _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+            _mm512_and_si512(_mm512_srlv_epi16(qh, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1)), m30));
+    return _mm512_or_si512(
+        _mm512_and_si512(ql, m4),
+        _mm512_and_si512(_mm512_sllv_epi16(qh, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1)), m30));
+}
+/* the int16 vector of a Q6_K block's 16 scales */
+CPU_TARGET_AVX512 static inline __m512i q6k_sc(const uint8_t *p)
+{
+    return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
+}
+
+CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
+{
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p[16];
+        __m512i acc[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            p[r] = k->w[r] + b * FMT_Q6_K_BYTES;
+        kq_ahead(k, R, T, b, FMT_Q6_K_BYTES);
+        /* the -32 of every value: -32 sum_s scale_s bs_s, as q6k_block_avx512's maddubs of 32s */
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                acc[r * T + t] = _mm512_zextsi256_si512(_mm256_slli_epi32(
+                    _mm256_madd_epi16(_mm512_castsi512_si256(q6k_sc(p[r])),
+                                      _mm256_sub_epi16(_mm256_setzero_si256(),
+                                                       _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16))))),
+                    5));
+        if (T == 1) {
+            __m512i y[4];
+#pragma GCC unroll 4
+            for (int part = 0; part < 4; part++)
+                y[part] = _mm512_loadu_si512(k->q[0] + b * QK + 64 * part);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++) {
+                const __m512i sc = q6k_sc(p[r]);
+#pragma GCC unroll 4
+                for (int part = 0; part < 4; part++)
+                    acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(q6k_part(p[r], part), y[part]),
+                                                 _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[part]), sc));
+            }
+        } else {
+            __m512i sc[4], w[4], s[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                sc[r] = q6k_sc(p[r]);
+#pragma GCC unroll 4
+            for (int part = 0; part < 4; part++) { /* elements 64 part .. 64 part + 63 */
+                const __m512i spread = _mm512_loadu_si512(Q6K_SPREAD[part]);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    w[r] = q6k_part(p[r], part);
+                    s[r] = _mm512_permutexvar_epi16(spread, sc[r]);
+                }
+                KQ_TILE_PART(b * QK + 64 * part)
+            }
+        }
+        const __m512i isum = hsum_i32_x16(acc);
+        __m512 unused, d; /* bytes 206..209: scales[14..15], then d */
+        kq_rows_f16x2(p, R, T, 206, &unused, &d);
+        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, kq_tokens_d8(k, T, b)), _mm512_cvtepi32_ps(isum)));
+    }
+    _mm512_storeu_ps(out, sum);
+}
+#undef KQ_TILE_PART
+
+CPU_TARGET_AVX512 static void q4k_tile_4x4(const kq_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 4, 4, nb, out); }
+CPU_TARGET_AVX512 static void q4k_tile_16x1(const kq_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 16, 1, nb, out); }
+CPU_TARGET_AVX512 static void q6k_tile_4x4(const kq_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 4, 4, nb, out); }
+CPU_TARGET_AVX512 static void q6k_tile_16x1(const kq_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 16, 1, nb, out); }
+
+/* rows r0 .. r1 by tiles of 4 rows x 4 tokens, or of 16 rows for one token (a short tile repeats
+ * its first row or token) */
+static void kq_tiles(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t K, int64_t r0, int64_t r1,
+                     const int8_t *q, const float *d8, const int16_t *bs, int n, float *y, int64_t ldy)
+{
+    const int64_t nb = K / QK;
+    const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
+    void (*tile)(const kq_tile *, int64_t, float *) =
+        type == FMT_Q4_K ? (n == 1 ? q4k_tile_16x1 : q4k_tile_4x4) : (n == 1 ? q6k_tile_16x1 : q6k_tile_4x4);
+    for (int64_t r = r0; r < r1; r += TR) {
+        const int R = r1 - r < TR ? (int)(r1 - r) : TR;
+        for (int t0 = 0; t0 < n; t0 += TT) {
+            const int T = n - t0 < TT ? n - t0 : TT;
+            kq_tile k = {.row_bytes = row_bytes};
+            for (int i = 0; i < TR; i++)
+                k.w[i] = w + (size_t)(r + (i < R ? i : 0)) * row_bytes;
+            for (int i = 0; i < TT; i++) {
+                const int t = t0 + (i < T ? i : 0);
+                k.q[i] = q + (size_t)t * K, k.d8[i] = d8 + (size_t)t * nb, k.bs[i] = bs + (size_t)t * (K / 16);
+            }
+            float out[16];
+            tile(&k, nb, out);
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < T; j++)
+                    y[(t0 + j) * ldy + r + i] = out[i * TT + j];
+        }
+    }
+}
 #endif
+
+void cpu_q8k_bsums(const int8_t *q, int64_t K, int16_t *bs)
+{
+    for (int64_t i = 0; i < K / 16; i++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++)
+            s += q[16 * i + l];
+        bs[i] = (int16_t)s;
+    }
+}
 
 static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const float *d8, int64_t nb)
 {
@@ -252,10 +536,16 @@ static float q6k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
 }
 
 void cpu_kq_dot(cpu_isa isa, uint32_t type, const uint8_t *w, int64_t K, int64_t r0, int64_t r1, const int8_t *q,
-                const float *d8, int n, float *y, int64_t ldy)
+                const float *d8, const int16_t *bs, int n, float *y, int64_t ldy)
 {
     const int64_t nb = K / QK;
     const size_t row_bytes = (size_t)nb * (type == FMT_Q4_K ? FMT_Q4_K_BYTES : FMT_Q6_K_BYTES);
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512 && bs) {
+        kq_tiles(type, w, row_bytes, K, r0, r1, q, d8, bs, n, y, ldy);
+        return;
+    }
+#endif
     if (isa == CPU_ISA_NEON)
         isa = CPU_ISA_SCALAR;
     for (int64_t r = r0; r < r1; r++) {

@@ -95,7 +95,7 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
     if (cpu_qdot_has(w->type))
         cpu_qdot_rows(isa, &sub, 0, rows, s->q, s->qd, 1, y, rows);
     else if (cpu_kq_has(w->type))
-        cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, 1, y, rows);
+        cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, NULL, 1, y, rows);
     else if (tern(w->type)) {
         const cpu_qact a = {.K = (int)w->ne0, .n = 1, .q = s->q, .qp = s->q, .bs = s->qd};
         cpu_codec_find(w->type)->matmul(isa, &sub, 0, rows, &a, y, rows, s->codec);

@@ -88,8 +88,8 @@ static void tune_main(void *arg, int ith, int nth)
         cpu_attention(j->isa, j->a_q, j->kv, (int)j->r0, (int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim,
                       (int)lo, (int)hi, cpu_engine_scratch(j->e, ith), j->y);
     else if (j->head && cpu_kq_has(j->w->type)) /* over the Q8_K codes of head_x (make_plan) */
-        cpu_kq_dot(j->isa, j->w->type, j->w->data, j->w->ne0, j->r0 + lo, j->r0 + hi, j->e->kq_q, j->e->kq_d, 1, j->y,
-                   j->e->vocab);
+        cpu_kq_dot(j->isa, j->w->type, j->w->data, j->w->ne0, j->r0 + lo, j->r0 + hi, j->e->kq_q, j->e->kq_d, j->e->kq_s, 1,
+                   j->y, j->e->vocab);
     else if (j->head)
         cpu_table_dot(j->isa, j->codec, j->w, j->r0 + lo, j->r0 + hi, j->e->head_x, 1, j->y, j->e->vocab,
                       cpu_engine_scratch(j->e, ith));
@@ -285,8 +285,10 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         p->head_rows = p->head_rows < 16 ? 16 : p->head_rows > p->head->ne1 ? p->head->ne1 : p->head_rows;
         for (int64_t i = 0; i < (int64_t)p->head->ne0; i++) /* inputs in [-1, 1) */
             e->head_x[i] = (float)((i * 2654435761u) % 2048) / 1024.0f - 1.0f;
-        if (cpu_kq_has(p->head->type))
+        if (cpu_kq_has(p->head->type)) { /* as cpu_forward's kq_quant */
             cpu_act_quant_q8k(e->isa, e->head_x, (int)p->head->ne0, e->kq_q, e->kq_d);
+            cpu_q8k_bsums(e->kq_q, p->head->ne0, e->kq_s);
+        }
     }
     const int qdim = (int)(e->cs->n_heads * e->cs->head_dim);
     if (p->attn_kv) { /* the first rows of sequence 0's cache over the layers the passes read: zero
