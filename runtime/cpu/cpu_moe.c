@@ -40,7 +40,7 @@ size_t cpu_moe_scratch(const cpu_moe *m)
 {
     const int w = m->dim > m->eff ? m->dim : m->eff;
     return al(sizeof(float) * (size_t)w) * 2 + al((size_t)w) + al(sizeof(float) * ((size_t)w / 32 + 1)) +
-           al(sizeof(float) * (size_t)m->eff) * 2 + al(sizeof(float) * (size_t)m->n_expert) + al(cpu_codec_scratch(w));
+           al(sizeof(int16_t) * ((size_t)w / 16 + 1)) + al(sizeof(float) * (size_t)m->eff) * 2 + al(sizeof(float) * (size_t)m->n_expert) + al(cpu_codec_scratch(w));
 }
 
 /* the scratch's parts */
@@ -48,6 +48,7 @@ typedef struct {
     float *xh, *a, *g, *u, *lg;
     int8_t *q;
     float *qd;
+    int16_t *bs; /* Q8_K codes' 16-sums (cpu_q8k_bsums) */
     void *codec;
 } parts;
 
@@ -60,6 +61,7 @@ static parts split(const cpu_moe *m, void *scratch)
     s.a = (float *)p, p += al(sizeof(float) * (size_t)w);
     s.q = (int8_t *)p, p += al((size_t)w);
     s.qd = (float *)p, p += al(sizeof(float) * ((size_t)w / 32 + 1));
+    s.bs = (int16_t *)p, p += al(sizeof(int16_t) * ((size_t)w / 16 + 1));
     s.g = (float *)p, p += al(sizeof(float) * (size_t)m->eff);
     s.u = (float *)p, p += al(sizeof(float) * (size_t)m->eff);
     s.lg = (float *)p, p += al(sizeof(float) * (size_t)m->n_expert);
@@ -68,12 +70,14 @@ static parts split(const cpu_moe *m, void *scratch)
 }
 
 /* The input as weights of type t multiply it: rounded to f16 (F16), Q8_0 blocks (qdot formats),
- * Q8_K codes and block scales (Q4_K, Q6_K, TQ1_0, TQ2_0); BF16 rows round it themselves
+ * Q8_K codes and block scales (Q4_K, Q6_K: and the codes' 16-sums; TQ1_0, TQ2_0); BF16 rows round it themselves
  * (cpu_bf16_dot_rows). */
 static const float *prep(cpu_isa isa, uint32_t t, const float *x, int K, parts *s)
 {
     if (cpu_kq_has(t) || tern(t)) {
         cpu_act_quant_q8k(isa, x, K, s->q, s->qd);
+        if (cpu_kq_has(t))
+            cpu_q8k_bsums(s->q, K, s->bs);
         return x;
     }
     if (t == FMT_F16) {
@@ -95,7 +99,7 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
     if (cpu_qdot_has(w->type))
         cpu_qdot_rows(isa, &sub, 0, rows, s->q, s->qd, 1, y, rows);
     else if (cpu_kq_has(w->type))
-        cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, NULL, 1, y, rows);
+        cpu_kq_dot(isa, w->type, sub.data, w->ne0, 0, rows, s->q, s->qd, s->bs, 1, y, rows);
     else if (tern(w->type)) {
         const cpu_qact a = {.K = (int)w->ne0, .n = 1, .q = s->q, .qp = s->q, .bs = s->qd};
         cpu_codec_find(w->type)->matmul(isa, &sub, 0, rows, &a, y, rows, s->codec);
