@@ -178,11 +178,13 @@ static void check_matmul(uint32_t type, int K, int M, int n)
  * activations' Q8_0 codes and scales (values placed on rounding ties too: x * id = k + 0.5, which
  * ggml-cpu's x86 quantizer rounds to even), then random matrices of each format at widths of an
  * odd number of blocks (AVX-512: Q8_0 / Q4_0 blocks in pairs and the last one alone), Q8_0 codes of
- * -128 too, 37 rows split as two threads would, 1 and 3 tokens, outputs poisoned. */
+ * -128 too, 37 rows split as two threads would (12 and 25: Q2_0's AVX-512 tiles of 16 rows, a
+ * short one and a full one), 1, 3 and 5 tokens (its tiles of 4 rows x 4 tokens: short, full and
+ * short), outputs poisoned. */
 static void test_qdot(void **st)
 {
     (void)st;
-    enum { KMAX = 640, MM = 37, NT = 3 };
+    enum { KMAX = 640, MM = 37, NT = 5 };
     float x[NT * KMAX], xd[NT * KMAX / 32], rd[NT * KMAX / 32], y[NT * MM], yr[NT * MM];
     int8_t q[NT * KMAX], rq[NT * KMAX];
     for (int i = 0; i < NT * KMAX; i++)

@@ -3,6 +3,7 @@
  * ggml's float scaling. The integer sums are exact, so every level gives the same bits. */
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_stream.h"
+#include "cpu/cpu_tile16.h"
 
 #include <string.h>
 
@@ -206,36 +207,9 @@ CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t
  * The row walk above unpacks a row's block once per token. Here a block of 4 rows is unpacked
  * once for 4 tokens: each 64-element part's values and spread scales of the 4 rows sit in
  * registers while the tokens' codes pass, 16 (row, token) int32 sums; a block's 16 sums are
- * reduced together (hsum_i32_x16). Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element
+ * reduced together (cpu_tile_hsum16). Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element
  * code sums (cpu_q8k_bsums) instead of the codes. The integer sums are the row walk's and the
  * float part runs in its order, lane (row r, token t) = 4 r + t: the same bits. */
-#define KQ_ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* lane o of the result = the sum of v[o]'s 16 lanes (the tree of cpu_vec.c's hsum16_x16 on
- * integers: exact in any order) */
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512i hsum_i32_x16(const __m512i v[16])
-{
-#define KQ_SHUF(x, y, m) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x), _mm512_castsi512_ps(y), m))
-    __m512i a[8], b[4], c[2];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        a[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
-                                _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)
-        b[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)),
-                                _mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)));
-#pragma GCC unroll 2
-    for (int k = 0; k < 2; k++)
-        c[k] = _mm512_add_epi32(KQ_SHUF(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                KQ_SHUF(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512i d = _mm512_add_epi32(KQ_SHUF(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                       KQ_SHUF(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-#undef KQ_SHUF
-    /* d's lane 4 (o % 4) + o / 4 holds v[o]'s sum */
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), d);
-}
-
 /* A tile: R rows (Q4_K / Q6_K blocks, row_bytes apart in the matrix) x T tokens' codes, block
  * scales and 16-sums, R T = 16 sums; lane o of a tile's vectors is row o / T, token o % T. */
 typedef struct {
@@ -246,43 +220,15 @@ typedef struct {
     size_t row_bytes;
 } kq_tile;
 
-static inline uint32_t u32_at(const uint8_t *p)
-{
-    uint32_t u;
-    memcpy(&u, p, 4);
-    return u;
-}
-
-/* lanes o: the two f16 at byte `at` of row o / T's block p[o / T] (inserted, not stored and
- * reloaded), as floats: the first (*lo) and the second (*hi); F16C gives fmt_f16_to_f32's values */
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void kq_rows_f16x2(const uint8_t *const p[16], int R, int T, int at,
-                                                              __m512 *lo, __m512 *hi)
-{
-    __m512i u;
-    if (R == 16)
-        u = _mm512_setr_epi32((int)u32_at(p[0] + at), (int)u32_at(p[1] + at), (int)u32_at(p[2] + at),
-                              (int)u32_at(p[3] + at), (int)u32_at(p[4] + at), (int)u32_at(p[5] + at),
-                              (int)u32_at(p[6] + at), (int)u32_at(p[7] + at), (int)u32_at(p[8] + at),
-                              (int)u32_at(p[9] + at), (int)u32_at(p[10] + at), (int)u32_at(p[11] + at),
-                              (int)u32_at(p[12] + at), (int)u32_at(p[13] + at), (int)u32_at(p[14] + at),
-                              (int)u32_at(p[15] + at));
-    else
-        u = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                     _mm512_castsi128_si512(_mm_setr_epi32((int)u32_at(p[0] + at), (int)u32_at(p[1] + at),
-                                                                           (int)u32_at(p[2] + at),
-                                                                           (int)u32_at(p[3] + at))));
-    *lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
-    *hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-}
 /* lanes o: token o % T's d8 of block b */
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512 kq_tokens_d8(const kq_tile *k, int T, int64_t b)
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 kq_tokens_d8(const kq_tile *k, int T, int64_t b)
 {
     if (T == 1)
         return _mm512_set1_ps(k->d8[0][b]);
     return _mm512_broadcast_f32x4(_mm_setr_ps(k->d8[0][b], k->d8[1][b], k->d8[2][b], k->d8[3][b]));
 }
 /* a one-token tile reads 16 rows from memory: each asks CPU_STREAM_AHEAD ahead (cpu_stream.h) */
-static KQ_ALWAYS_INLINE void kq_ahead(const kq_tile *k, int R, int T, int64_t b, int blk_bytes)
+static CPU_ALWAYS_INLINE void kq_ahead(const kq_tile *k, int R, int T, int64_t b, int blk_bytes)
 {
     if (T != 1)
         return; /* a prompt's tiles read each row for every token tile: from the cache after the first */
@@ -306,7 +252,7 @@ CPU_TARGET_AVX512 static inline __m512i q4k_sm(const uint8_t *p)
             _mm512_dpwssd_epi32(acc[4 * r + t], _mm512_maddubs_epi16(w[r], y), s[r]);              \
     }
 
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
 {
     const __m256i to_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     __m512 sum = _mm512_setzero_ps(), summ = sum;
@@ -349,7 +295,7 @@ CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R,
                 KQ_TILE_PART(b * QK + 64 * part)
             }
         }
-        const __m512i isum = hsum_i32_x16(acc);
+        const __m512i isum = cpu_tile_hsum16(acc);
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             const __m256i mins = _mm256_permutexvar_epi16(to_mins, _mm512_castsi512_si256(q4k_sm(p[r])));
@@ -358,10 +304,10 @@ CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R,
                 acc[r * T + t] = _mm512_zextsi256_si512(
                     _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16)))));
         }
-        const __m512i imin = hsum_i32_x16(acc);
+        const __m512i imin = cpu_tile_hsum16(acc);
         const __m512 d8 = kq_tokens_d8(k, T, b);
         __m512 d, dmin;
-        kq_rows_f16x2(p, R, T, 0, &d, &dmin);
+        cpu_tile_rows_f16x2(p, R, T, 0, &d, &dmin);
         sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum)));
         summ = _mm512_add_ps(summ, _mm512_mul_ps(_mm512_mul_ps(dmin, d8), _mm512_cvtepi32_ps(imin)));
     }
@@ -369,7 +315,7 @@ CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R,
 }
 
 /* the values 0..63 of a Q6_K block's elements 64 part .. 64 part + 63 (as q6k_block_avx512) */
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE __m512i q6k_part(const uint8_t *p, int part)
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q6k_part(const uint8_t *p, int part)
 {
     const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
     const int h = part / 2;
@@ -389,7 +335,7 @@ CPU_TARGET_AVX512 static inline __m512i q6k_sc(const uint8_t *p)
     return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
 }
 
-CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
 {
     __m512 sum = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -438,9 +384,9 @@ CPU_TARGET_AVX512 static KQ_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R,
                 KQ_TILE_PART(b * QK + 64 * part)
             }
         }
-        const __m512i isum = hsum_i32_x16(acc);
+        const __m512i isum = cpu_tile_hsum16(acc);
         __m512 unused, d; /* bytes 206..209: scales[14..15], then d */
-        kq_rows_f16x2(p, R, T, 206, &unused, &d);
+        cpu_tile_rows_f16x2(p, R, T, 206, &unused, &d);
         sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, kq_tokens_d8(k, T, b)), _mm512_cvtepi32_ps(isum)));
     }
     _mm512_storeu_ps(out, sum);

@@ -12,6 +12,7 @@
  */
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_stream.h"
+#include "cpu/cpu_tile16.h"
 
 #include <math.h>
 #include <string.h>
@@ -227,12 +228,139 @@ static float row_dot2(const qrow *f, block_sum2_fn sum2, block_sum_fn sum, const
     return sumf;
 }
 
+#if CPU_X86
+/* ---- Q2_0 / Q2_0_G128 as AVX-512 tiles of 16 sums (cpu_tile16.h): 16 rows for one token, 4 rows
+ * x 4 tokens for a prompt. A weight block's 64-value parts are unpacked once for the tile's tokens
+ * into bytes 0..3 in order, which vpdpbusd multiplies with the codes (u8 x s8) starting from
+ * minus the codes' sums (the -1 of value = code - 1); each part's 16 vectors give the 32 sums of
+ * its two activation blocks at once (cpu_tile_hsum16_halves), and the float chain runs as
+ * row_dot's, lanes across the tile: the same bits. ---- */
+typedef struct {
+    const uint8_t *w[16];
+    const int8_t *q[4];
+    const float *ds[4];
+    size_t row_bytes;
+} q2_tile;
+
+/* the 64 codes (0..3) of 16 bytes at p, in element order: byte 4 i + k = bits 2 k of byte i */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64(const uint8_t *p)
+{
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    const __m512i t = _mm512_or_si512(b, _mm512_slli_epi32(b, 6));
+    return _mm512_and_si512(_mm512_or_si512(t, _mm512_slli_epi32(t, 12)), _mm512_set1_epi32(0x03030303));
+}
+/* lanes o: token o % T's activation scale of block a */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 q2_tile_ds(const q2_tile *k, int T, int64_t a)
+{
+    if (T == 1)
+        return _mm512_set1_ps(k->ds[0][a]);
+    return _mm512_broadcast_f32x4(_mm_setr_ps(k->ds[0][a], k->ds[1][a], k->ds[2][a], k->ds[3][a]));
+}
+/* minus the sums of each 4 codes of y (lanes), the start of a part's products */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_neg_sums(__m512i y)
+{
+    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), y));
+}
+
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, int R, int T, int blk, int bytes, int64_t nb,
+                                                            float out[16])
+{
+    __m512 sumf = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            p[r] = k->w[r] + b * bytes;
+            if (T == 1 && (b * bytes) % 64 < bytes) /* a new line: ask for the one ahead (cpu_stream.h) */
+                cpu_stream_ahead_rows(k->w[r], (size_t)(b * bytes), k->row_bytes, R);
+        }
+        __m512 s = _mm512_setzero_ps();
+        for (int part = 0; part < blk / 64; part++) {
+            const int64_t e0 = b * blk + 64 * part;
+            __m512i acc[16];
+            if (T == 1) {
+                const __m512i y = _mm512_loadu_si512(k->q[0] + e0), na = q2_neg_sums(y);
+#pragma GCC unroll 16
+                for (int r = 0; r < 16; r++)
+                    acc[r] = _mm512_dpbusd_epi32(na, q2_codes64(p[r] + 2 + 16 * part), y);
+            } else {
+                __m512i c[4];
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    c[r] = q2_codes64(p[r] + 2 + 16 * part);
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    const __m512i y = _mm512_loadu_si512(k->q[t] + e0), na = q2_neg_sums(y);
+#pragma GCC unroll 4
+                    for (int r = 0; r < 4; r++)
+                        acc[4 * r + t] = _mm512_dpbusd_epi32(na, c[r], y);
+                }
+            }
+            __m512i i0, i1; /* the part's two activation blocks */
+            cpu_tile_hsum16_halves(acc, &i0, &i1);
+            s = _mm512_add_ps(s, _mm512_mul_ps(q2_tile_ds(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
+            s = _mm512_add_ps(s, _mm512_mul_ps(q2_tile_ds(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
+        }
+        __m512 dw, unused;
+        cpu_tile_rows_f16x2(p, R, T, 0, &dw, &unused);
+        sumf = _mm512_add_ps(sumf, _mm512_mul_ps(dw, s));
+    }
+    _mm512_storeu_ps(out, sumf);
+}
+
+#define Q2_TILE_FN(name, R, T, blk, bytes)                                                                         \
+    CPU_TARGET_AVX512 static void name(const q2_tile *k, int64_t nb, float out[16])                                \
+    {                                                                                                              \
+        q2_tile_run(k, R, T, blk, bytes, nb, out);                                                                 \
+    }
+Q2_TILE_FN(q2_tile_16x1, 16, 1, 64, 18)
+Q2_TILE_FN(q2_tile_4x4, 4, 4, 64, 18)
+Q2_TILE_FN(g128_tile_16x1, 16, 1, 128, 34)
+Q2_TILE_FN(g128_tile_4x4, 4, 4, 128, 34)
+#undef Q2_TILE_FN
+
+/* rows r0 .. r1 of a Q2_0 or Q2_0_G128 matrix by tiles (a short tile repeats its first row or token) */
+static void q2_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
+                     int n, float *y, int64_t ldy)
+{
+    const int64_t K = w->ne0, nb = K / f->blk;
+    const size_t row_bytes = (size_t)nb * f->bytes;
+    const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
+    void (*tile)(const q2_tile *, int64_t, float *) = f->blk == 64 ? (n == 1 ? q2_tile_16x1 : q2_tile_4x4)
+                                                                   : (n == 1 ? g128_tile_16x1 : g128_tile_4x4);
+    for (int64_t r = r0; r < r1; r += TR) {
+        const int R = r1 - r < TR ? (int)(r1 - r) : TR;
+        for (int t0 = 0; t0 < n; t0 += TT) {
+            const int T = n - t0 < TT ? n - t0 : TT;
+            q2_tile k = {.row_bytes = row_bytes};
+            for (int i = 0; i < TR; i++)
+                k.w[i] = w->data + (size_t)(r + (i < R ? i : 0)) * row_bytes;
+            for (int i = 0; i < TT; i++) {
+                const int t = t0 + (i < T ? i : 0);
+                k.q[i] = q + (size_t)t * K, k.ds[i] = ds + (size_t)t * (K / CPU_QBLK);
+            }
+            float out[16];
+            tile(&k, nb, out);
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < T; j++)
+                    y[(t0 + j) * ldy + r + i] = out[i * TT + j];
+        }
+    }
+}
+#endif
+
 void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds, int n,
                    float *y, int64_t ldy)
 {
     const qrow *f = qrow_find(w->type);
     if (!f)
         return;
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128)) {
+        q2_tiles(f, w, r0, r1, q, ds, n, y, ldy);
+        return;
+    }
+#endif
     const block_sum_fn sum = (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
     const block_sum2_fn sum2 = isa == CPU_ISA_AVX512 && f->blk == CPU_QBLK ? f->sum2_avx512 : NULL;
     const size_t row_bytes = (size_t)(w->ne0 / f->blk) * f->bytes;

@@ -1,0 +1,102 @@
+/* cpu_tile16.h - what the AVX-512 tiles of 16 integer sums share (cpu_kquant.c, cpu_qdot.c).
+ *
+ * Owns: the reduction of a tile's 16 int32 vectors together (one tree of shuffles and adds for
+ * 16 horizontal sums, or 32 when each vector holds two halves to be summed apart) and the
+ * gather of its rows' f16 block scales into the lanes of the tile. A tile is R rows x T tokens,
+ * R T = 16: lane o is row o / T, token o % T. Integer sums are exact in any order, so these
+ * give the bits of a one-vector reduction.
+ */
+#ifndef CPU_TILE16_H
+#define CPU_TILE16_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/cpu_isa.h"
+
+#define CPU_ALWAYS_INLINE inline __attribute__((always_inline))
+
+#if CPU_X86
+#include <immintrin.h>
+
+#define CPU_TILE_SHUF(x, y, m) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x), _mm512_castsi512_ps(y), m))
+
+/* u[j]'s 128-bit quarters' sums: lane 4 q + j of the result = the sum of quarter q of u[j] */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i cpu_tile_quarters4(const __m512i u[4])
+{
+    const __m512i c0 = _mm512_add_epi32(CPU_TILE_SHUF(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                        CPU_TILE_SHUF(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512i c1 = _mm512_add_epi32(CPU_TILE_SHUF(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                        CPU_TILE_SHUF(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_epi32(CPU_TILE_SHUF(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)), CPU_TILE_SHUF(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* lane o of the result = the sum of v[o]'s 16 lanes */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i cpu_tile_hsum16(const __m512i v[16])
+{
+    __m512i a[8], b[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) /* quarters: v[2k]'s halves summed, v[2k + 1]'s */
+        a[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)),
+                                _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) /* quarter q of b[k]: v[4 k + q]'s 4 partial sums */
+        b[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)),
+                                _mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)));
+    /* lane 4 q + j: v[4 j + q]'s sum */
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                                    cpu_tile_quarters4(b));
+}
+
+/* the sums of each 256-bit half of v[o] apart: lane o of lo = v[o]'s lanes 0..7, of hi = 8..15 */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_hsum16_halves(const __m512i v[16], __m512i *lo, __m512i *hi)
+{
+    __m512i a[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) /* quarters: v[2k] low half, high half, v[2k + 1] low, high */
+        a[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* d[m] lane 4 q + j: quarter q of a[4 m + j], i.e. v[2 (4 m + j) + q / 2], half q % 2 */
+    const __m512i d0 = cpu_tile_quarters4(a), d1 = cpu_tile_quarters4(a + 4);
+    /* v[o]: m = o / 8, j = o % 8 / 2, q = 2 (o % 2) + half; index 16 m + 4 q + j */
+    *lo = _mm512_permutex2var_epi32(
+        d0, _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 16, 24, 17, 25, 18, 26, 19, 27), d1);
+    *hi = _mm512_permutex2var_epi32(
+        d0, _mm512_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15, 20, 28, 21, 29, 22, 30, 23, 31), d1);
+}
+
+static inline uint32_t cpu_tile_u32(const uint8_t *p)
+{
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return u;
+}
+
+/* lanes o: the two f16 at byte `at` of row o / T's block p[o / T] (inserted, not stored and
+ * reloaded), as floats: the first (*lo) and the second (*hi); F16C gives fmt_f16_to_f32's values.
+ * R is 16 or 4 (then T is 4). */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_rows_f16x2(const uint8_t *const p[16], int R, int T, int at,
+                                                                    __m512 *lo, __m512 *hi)
+{
+    __m512i u;
+    (void)T;
+    if (R == 16)
+        u = _mm512_setr_epi32((int)cpu_tile_u32(p[0] + at), (int)cpu_tile_u32(p[1] + at),
+                              (int)cpu_tile_u32(p[2] + at), (int)cpu_tile_u32(p[3] + at),
+                              (int)cpu_tile_u32(p[4] + at), (int)cpu_tile_u32(p[5] + at),
+                              (int)cpu_tile_u32(p[6] + at), (int)cpu_tile_u32(p[7] + at),
+                              (int)cpu_tile_u32(p[8] + at), (int)cpu_tile_u32(p[9] + at),
+                              (int)cpu_tile_u32(p[10] + at), (int)cpu_tile_u32(p[11] + at),
+                              (int)cpu_tile_u32(p[12] + at), (int)cpu_tile_u32(p[13] + at),
+                              (int)cpu_tile_u32(p[14] + at), (int)cpu_tile_u32(p[15] + at));
+    else
+        u = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                     _mm512_castsi128_si512(_mm_setr_epi32(
+                                         (int)cpu_tile_u32(p[0] + at), (int)cpu_tile_u32(p[1] + at),
+                                         (int)cpu_tile_u32(p[2] + at), (int)cpu_tile_u32(p[3] + at))));
+    *lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
+    *hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
+}
+#endif
+
+#endif
