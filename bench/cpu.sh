@@ -23,7 +23,9 @@
 # llama-bench -p 128 -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
 # pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
 # TERNION_ARGS: more options for Ternion's CPU runs, e.g. "--lm-head q6_k" (a mode that reads fewer
-# bytes; the peers run their files as they are).
+# bytes; the peers run their files as they are). `a.gguf@llama=b.gguf`: llama.cpp runs b.gguf, a
+# file of the same model it can read (mkmodel --q2-twin: Ternary-Bonsai's Q2_0 blocks of 128,
+# which mainline cannot read, as its blocks of 64).
 set -eu
 B=${B:-build}
 RUNS=${RUNS:-3}
@@ -90,7 +92,10 @@ printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / 
     "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp128 / tg64 |')"
 printf '|---|---|---|---|---|---|%s%s\n' "$([ -n "$IK" ] && printf -- '---|---|')" "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
 for spec in $FILES; do
+    pf=""
+    case $spec in *@llama=*) pf=${spec#*@llama=} spec=${spec%%=*} ;; esac
     f=${spec%@llama}
+    pf=${pf:-$f}
     pb=$LB pname=bitnet.cpp
     if [ "$f" != "$spec" ]; then
         pb=$LLB pname=llama.cpp
@@ -114,7 +119,7 @@ for spec in $FILES; do
     for t in $THREADS; do
         : >"$tmp/p"; : >"$tmp/o"; : >"$tmp/l"; : >"$tmp/k"
         for r in $(seq "$RUNS"); do
-            peer "$f" "$t" "$pb" >>"$tmp/p"
+            peer "$pf" "$t" "$pb" >>"$tmp/p"
             if [ -n "$ikf" ]; then peer "$ikf" "$t" "$IKB" -rtr 1 >>"$tmp/k"; fi
             ours "$f" "$t" cpu >>"$tmp/o"
             if [ "$LAVAPIPE" = 1 ] && [ "$r" = 1 ]; then ours "$f" "$t" vulkan >>"$tmp/l"; fi
