@@ -240,7 +240,7 @@ typedef struct {
     const int8_t *q[4];
     const float *ds[4];
     size_t row_bytes;
-} q2_tile;
+} qt_tile;
 
 /* the 64 codes (0..3) of 16 bytes at p, in element order: byte 4 i + k = bits 2 k of byte i */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64(const uint8_t *p)
@@ -250,19 +250,22 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64(const uint8_t *p)
     return _mm512_and_si512(_mm512_or_si512(t, _mm512_slli_epi32(t, 12)), _mm512_set1_epi32(0x03030303));
 }
 /* lanes o: token o % T's activation scale of block a */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 q2_tile_ds(const q2_tile *k, int T, int64_t a)
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 qt_ds(const qt_tile *k, int T, int64_t a)
 {
     if (T == 1)
         return _mm512_set1_ps(k->ds[0][a]);
     return _mm512_broadcast_f32x4(_mm_setr_ps(k->ds[0][a], k->ds[1][a], k->ds[2][a], k->ds[3][a]));
 }
-/* minus the sums of each 4 codes of y (lanes), the start of a part's products */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_neg_sums(__m512i y)
+/* minus the sums of each 4 codes of y (lanes) times 2^sh, the start of a part's products: the
+ * offset of codes stored as unsigned (Q2_0: value = code - 1; Q4_0: nibble - 8; Q8_0 as u8:
+ * code + 128 - 128) */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i qt_neg_sums(__m512i y, int sh)
 {
-    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), y));
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), y);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), sh ? _mm512_slli_epi32(s, (unsigned)sh) : s);
 }
 
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, int R, int T, int blk, int bytes, int64_t nb,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const qt_tile *k, int R, int T, int blk, int bytes, int64_t nb,
                                                             float out[16])
 {
     __m512 sumf = _mm512_setzero_ps();
@@ -279,7 +282,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, in
             const int64_t e0 = b * blk + 64 * part;
             __m512i acc[16];
             if (T == 1) {
-                const __m512i y = _mm512_loadu_si512(k->q[0] + e0), na = q2_neg_sums(y);
+                const __m512i y = _mm512_loadu_si512(k->q[0] + e0), na = qt_neg_sums(y, 0);
 #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++)
                     acc[r] = _mm512_dpbusd_epi32(na, q2_codes64(p[r] + 2 + 16 * part), y);
@@ -290,7 +293,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, in
                     c[r] = q2_codes64(p[r] + 2 + 16 * part);
 #pragma GCC unroll 4
                 for (int t = 0; t < 4; t++) {
-                    const __m512i y = _mm512_loadu_si512(k->q[t] + e0), na = q2_neg_sums(y);
+                    const __m512i y = _mm512_loadu_si512(k->q[t] + e0), na = qt_neg_sums(y, 0);
 #pragma GCC unroll 4
                     for (int r = 0; r < 4; r++)
                         acc[4 * r + t] = _mm512_dpbusd_epi32(na, c[r], y);
@@ -298,8 +301,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, in
             }
             __m512i i0, i1; /* the part's two activation blocks */
             cpu_tile_hsum16_halves(acc, &i0, &i1);
-            s = _mm512_add_ps(s, _mm512_mul_ps(q2_tile_ds(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
-            s = _mm512_add_ps(s, _mm512_mul_ps(q2_tile_ds(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
+            s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
+            s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
         }
         __m512 dw, unused;
         cpu_tile_rows_f16x2(p, R, T, 0, &dw, &unused);
@@ -308,31 +311,102 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const q2_tile *k, in
     _mm512_storeu_ps(out, sumf);
 }
 
-#define Q2_TILE_FN(name, R, T, blk, bytes)                                                                         \
-    CPU_TARGET_AVX512 static void name(const q2_tile *k, int64_t nb, float out[16])                                \
-    {                                                                                                              \
-        q2_tile_run(k, R, T, blk, bytes, nb, out);                                                                 \
-    }
-Q2_TILE_FN(q2_tile_16x1, 16, 1, 64, 18)
-Q2_TILE_FN(q2_tile_4x4, 4, 4, 64, 18)
-Q2_TILE_FN(g128_tile_16x1, 16, 1, 128, 34)
-Q2_TILE_FN(g128_tile_4x4, 4, 4, 128, 34)
-#undef Q2_TILE_FN
+/* Q8_0 / Q4_0: a part is two weight blocks of 32 (A at p, B at p + bytes), codes as u8 (Q8_0:
+ * code + 128, Q4_0: the nibbles) in element order; each block's sum meets its own scales as
+ * row_dot: sumf += sumi * (d_w * d_x). A row of an odd number of blocks ends with A alone. */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i qt_codes2(uint32_t type, const uint8_t *a, const uint8_t *b)
+{
+    if (type == FMT_Q8_0)
+        return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a + 2))),
+                                                   _mm256_loadu_si256((const __m256i *)(b + 2)), 1),
+                                _mm512_set1_epi8((char)0x80));
+    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a + 2)))),
+                                         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 2))), 1);
+    const __m512i sh = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                                         0x0004000400040004);
+    return _mm512_and_si512(_mm512_srlv_epi16(x, sh), _mm512_set1_epi8(0xF));
+}
 
-/* rows r0 .. r1 of a Q2_0 or Q2_0_G128 matrix by tiles (a short tile repeats its first row or token) */
-static void q2_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const qt_tile *k, uint32_t type, int R, int T, int bytes,
+                                                            int64_t nb, float out[16])
+{
+    const int sh = type == FMT_Q8_0 ? 7 : 3;
+    __m512 sumf = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb; /* block B present */
+        const uint8_t *pa[16], *pb[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            pa[r] = k->w[r] + b * bytes, pb[r] = two ? pa[r] + bytes : pa[r];
+            if (T == 1 && (b * bytes) % 64 < 2 * bytes) /* a new line: ask for the one ahead (cpu_stream.h) */
+                cpu_stream_ahead_rows(k->w[r], (size_t)(b * bytes), k->row_bytes, R);
+        }
+        __m512i acc[16];
+        const int64_t e0 = b * CPU_QBLK;
+        if (T == 1) {
+            const __m512i y = two ? _mm512_loadu_si512(k->q[0] + e0)
+                                  : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(k->q[0] + e0)));
+            const __m512i na = qt_neg_sums(y, sh);
+#pragma GCC unroll 16
+            for (int r = 0; r < 16; r++)
+                acc[r] = _mm512_dpbusd_epi32(na, qt_codes2(type, pa[r], pb[r]), y);
+        } else {
+            __m512i c[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                c[r] = qt_codes2(type, pa[r], pb[r]);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                const __m512i y = two ? _mm512_loadu_si512(k->q[t] + e0)
+                                      : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(k->q[t] + e0)));
+                const __m512i na = qt_neg_sums(y, sh);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    acc[4 * r + t] = _mm512_dpbusd_epi32(na, c[r], y);
+            }
+        }
+        __m512i ia, ib;
+        cpu_tile_hsum16_halves(acc, &ia, &ib);
+        __m512 dwa, dwb, unused;
+        cpu_tile_rows_f16x2(pa, R, T, 0, &dwa, &unused);
+        sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dwa, qt_ds(k, T, b))));
+        if (two) {
+            cpu_tile_rows_f16x2(pb, R, T, 0, &dwb, &unused);
+            sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ib), _mm512_mul_ps(dwb, qt_ds(k, T, b + 1))));
+        }
+    }
+    _mm512_storeu_ps(out, sumf);
+}
+
+#define QT_TILE_FN(name, call)                                                                                     \
+    CPU_TARGET_AVX512 static void name(const qt_tile *k, int64_t nb, float out[16]) { call; }
+QT_TILE_FN(q2_tile_16x1, q2_tile_run(k, 16, 1, 64, 18, nb, out))
+QT_TILE_FN(q2_tile_4x4, q2_tile_run(k, 4, 4, 64, 18, nb, out))
+QT_TILE_FN(g128_tile_16x1, q2_tile_run(k, 16, 1, 128, 34, nb, out))
+QT_TILE_FN(g128_tile_4x4, q2_tile_run(k, 4, 4, 128, 34, nb, out))
+QT_TILE_FN(q8_tile_16x1, q8_tile_run(k, FMT_Q8_0, 16, 1, 34, nb, out))
+QT_TILE_FN(q8_tile_4x4, q8_tile_run(k, FMT_Q8_0, 4, 4, 34, nb, out))
+QT_TILE_FN(q4_tile_16x1, q8_tile_run(k, FMT_Q4_0, 16, 1, 18, nb, out))
+QT_TILE_FN(q4_tile_4x4, q8_tile_run(k, FMT_Q4_0, 4, 4, 18, nb, out))
+#undef QT_TILE_FN
+
+/* rows r0 .. r1 by tiles (a short tile repeats its first row or token) */
+static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
                      int n, float *y, int64_t ldy)
 {
     const int64_t K = w->ne0, nb = K / f->blk;
     const size_t row_bytes = (size_t)nb * f->bytes;
     const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
-    void (*tile)(const q2_tile *, int64_t, float *) = f->blk == 64 ? (n == 1 ? q2_tile_16x1 : q2_tile_4x4)
-                                                                   : (n == 1 ? g128_tile_16x1 : g128_tile_4x4);
+    void (*tile)(const qt_tile *, int64_t, float *) =
+        f->type == FMT_Q2_0        ? (n == 1 ? q2_tile_16x1 : q2_tile_4x4)
+        : f->type == FMT_Q2_0_G128 ? (n == 1 ? g128_tile_16x1 : g128_tile_4x4)
+        : f->type == FMT_Q8_0      ? (n == 1 ? q8_tile_16x1 : q8_tile_4x4)
+                                   : (n == 1 ? q4_tile_16x1 : q4_tile_4x4);
     for (int64_t r = r0; r < r1; r += TR) {
         const int R = r1 - r < TR ? (int)(r1 - r) : TR;
         for (int t0 = 0; t0 < n; t0 += TT) {
             const int T = n - t0 < TT ? n - t0 : TT;
-            q2_tile k = {.row_bytes = row_bytes};
+            qt_tile k = {.row_bytes = row_bytes};
             for (int i = 0; i < TR; i++)
                 k.w[i] = w->data + (size_t)(r + (i < R ? i : 0)) * row_bytes;
             for (int i = 0; i < TT; i++) {
@@ -356,8 +430,8 @@ void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     if (!f)
         return;
 #if CPU_X86
-    if (isa == CPU_ISA_AVX512 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128)) {
-        q2_tiles(f, w, r0, r1, q, ds, n, y, ldy);
+    if (isa == CPU_ISA_AVX512) {
+        qt_tiles(f, w, r0, r1, q, ds, n, y, ldy);
         return;
     }
 #endif
