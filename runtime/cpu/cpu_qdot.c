@@ -109,68 +109,26 @@ CPU_TARGET_AVX2 static int32_t q2_sum_avx2(const uint8_t *wq, const int8_t *a)
 }
 #endif
 
-#if CPU_X86
-/* the int32 sum of each 256-bit half of x . y (s8 x s8): s[0] the low half's, s[1] the high's */
-CPU_TARGET_AVX512 static inline void mul_sum2_i8(__m512i x, __m512i y, int32_t s[2])
-{
-    const __mmask64 neg = _mm512_movepi8_mask(x); /* |x| as u8 (-128: 128), y negated where x < 0 */
-    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(x),
-                                          _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y));
-    for (int h = 0; h < 2; h++) {
-        const __m256i v = h ? _mm512_extracti64x4_epi64(p, 1) : _mm512_castsi512_si256(p);
-        __m128i r = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
-        r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
-        s[h] = _mm_cvtsi128_si32(r);
-    }
-}
-
-/* two 32-value blocks: codes at wq0 and wq1, activations a[0..63] (the two blocks in a row) */
-CPU_TARGET_AVX512 static void q8_sum2_avx512(const uint8_t *wq0, const uint8_t *wq1, const int8_t *a, int32_t s[2])
-{
-    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)wq0)),
-                                         _mm256_loadu_si256((const __m256i *)wq1), 1);
-    mul_sum2_i8(x, _mm512_loadu_si512(a), s);
-}
-
-CPU_TARGET_AVX512 static inline __m256i q4_codes(const uint8_t *wq)
-{
-    const __m128i t = _mm_loadu_si128((const __m128i *)wq);
-    const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(15));
-    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-}
-
-CPU_TARGET_AVX512 static void q4_sum2_avx512(const uint8_t *wq0, const uint8_t *wq1, const int8_t *a, int32_t s[2])
-{
-    const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(q4_codes(wq0)), q4_codes(wq1), 1);
-    mul_sum2_i8(x, _mm512_loadu_si512(a), s);
-}
-#endif
-
 typedef int32_t (*block_sum_fn)(const uint8_t *wq, const int8_t *a);
-/* the sums of two consecutive 32-value blocks (a: their 64 activation codes) into s[0], s[1] */
-typedef void (*block_sum2_fn)(const uint8_t *wq0, const uint8_t *wq1, const int8_t *a, int32_t s[2]);
 
-/* A format's row walk: values and bytes per weight block, its block sums per level (AVX-512:
- * two blocks of 32 at a time, formats of one activation block per weight block; NULL: the AVX2
- * sums). */
+/* A format's row walk: values and bytes per weight block, its block sums per level (NULL: the
+ * plain C sums; AVX-512 runs the tiles below instead) */
 typedef struct {
     uint32_t type, blk, bytes;
     block_sum_fn sum_c, sum_avx2;
-    block_sum2_fn sum2_avx512;
 } qrow;
 
 static const qrow QROWS[] = {
 #if CPU_X86
-    {FMT_Q8_0, 32, 34, q8_sum_c, q8_sum_avx2, q8_sum2_avx512},
-    {FMT_Q4_0, 32, 18, q4_sum_c, q4_sum_avx2, q4_sum2_avx512},
-    {FMT_Q2_0, 64, 18, q2_sum_c, q2_sum_avx2, NULL},
-    {FMT_Q2_0_G128, 128, 34, q2_sum_c, q2_sum_avx2, NULL},
+    {FMT_Q8_0, 32, 34, q8_sum_c, q8_sum_avx2},
+    {FMT_Q4_0, 32, 18, q4_sum_c, q4_sum_avx2},
+    {FMT_Q2_0, 64, 18, q2_sum_c, q2_sum_avx2},
+    {FMT_Q2_0_G128, 128, 34, q2_sum_c, q2_sum_avx2},
 #else
-    {FMT_Q8_0, 32, 34, q8_sum_c, NULL, NULL},
-    {FMT_Q4_0, 32, 18, q4_sum_c, NULL, NULL},
-    {FMT_Q2_0, 64, 18, q2_sum_c, NULL, NULL},
-    {FMT_Q2_0_G128, 128, 34, q2_sum_c, NULL, NULL},
+    {FMT_Q8_0, 32, 34, q8_sum_c, NULL},
+    {FMT_Q4_0, 32, 18, q4_sum_c, NULL},
+    {FMT_Q2_0, 64, 18, q2_sum_c, NULL},
+    {FMT_Q2_0_G128, 128, 34, q2_sum_c, NULL},
 #endif
 };
 
@@ -206,35 +164,14 @@ static float row_dot(const qrow *f, block_sum_fn sum, const uint8_t *row, int64_
     return sumf;
 }
 
-/* row_dot of a format of one activation block per weight block, two blocks' integer sums at a
- * time (sum2), the last odd block by sum: the same sums, the same float chain, the same bits */
-static float row_dot2(const qrow *f, block_sum2_fn sum2, block_sum_fn sum, const uint8_t *row, int64_t K,
-                      const int8_t *q, const float *ds)
-{
-    const int64_t nb = K / CPU_QBLK;
-    float sumf = 0.0f;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const uint8_t *b0 = row + b * f->bytes, *b1 = b0 + f->bytes;
-        cpu_stream_ahead(b0);
-        cpu_stream_ahead(b1);
-        int32_t s[2];
-        sum2(b0 + 2, b1 + 2, q + b * CPU_QBLK, s);
-        sumf += (float)s[0] * (block_d(b0) * ds[b]);
-        sumf += (float)s[1] * (block_d(b1) * ds[b + 1]);
-    }
-    if (b < nb)
-        sumf += (float)sum(row + b * f->bytes + 2, q + b * CPU_QBLK) * (block_d(row + b * f->bytes) * ds[b]);
-    return sumf;
-}
-
 #if CPU_X86
-/* ---- Q2_0 / Q2_0_G128 as AVX-512 tiles of 16 sums (cpu_tile16.h): 16 rows for one token, 4 rows
- * x 4 tokens for a prompt. A weight block's 64-value parts are unpacked once for the tile's tokens
- * into bytes 0..3 in order, which vpdpbusd multiplies with the codes (u8 x s8) starting from
- * minus the codes' sums (the -1 of value = code - 1); each part's 16 vectors give the 32 sums of
- * its two activation blocks at once (cpu_tile_hsum16_halves), and the float chain runs as
- * row_dot's, lanes across the tile: the same bits. ---- */
+/* ---- Every format here as AVX-512 tiles of 16 sums (cpu_tile16.h): 16 rows for one token, 4
+ * rows x 4 tokens for a prompt. A row's 64-value parts (Q2_0: a weight block or half of one;
+ * Q8_0 / Q4_0: two blocks) are unpacked once for the tile's tokens into unsigned bytes in
+ * element order, which vpdpbusd multiplies with the activations' codes (u8 x s8) starting from
+ * minus the codes' sums times the format's offset (Q2_0: value = code - 1); each part's 16
+ * vectors give the 32 sums of its two activation blocks at once (cpu_tile_hsum16_halves), and
+ * the float chain runs as row_dot's, lanes across the tile: the same bits. ---- */
 typedef struct {
     const uint8_t *w[16];
     const int8_t *q[4];
@@ -435,15 +372,14 @@ void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
         return;
     }
 #endif
-    const block_sum_fn sum = (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
-    const block_sum2_fn sum2 = isa == CPU_ISA_AVX512 && f->blk == CPU_QBLK ? f->sum2_avx512 : NULL;
+    const block_sum_fn sum = isa == CPU_ISA_AVX2 && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
     const size_t row_bytes = (size_t)(w->ne0 / f->blk) * f->bytes;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = w->data + (size_t)r * row_bytes;
         for (int t = 0; t < n; t++) {
             const int8_t *qt = q + (size_t)t * w->ne0;
             const float *dt = ds + (size_t)t * (w->ne0 / CPU_QBLK);
-            y[t * ldy + r] = sum2 ? row_dot2(f, sum2, sum, row, w->ne0, qt, dt) : row_dot(f, sum, row, w->ne0, qt, dt);
+            y[t * ldy + r] = row_dot(f, sum, row, w->ne0, qt, dt);
         }
     }
 }

@@ -5,8 +5,8 @@
  *
  * Owns: the activations' Q8_0 quantization (ggml-cpu's x86 quantize_row_q8_0) and the rows'
  * dot products over it, at every ISA level with the same bits (integer block sums, then ggml's
- * generic float order); at AVX-512, Q2_0 and Q2_0_G128 (Ternary-Bonsai) run as tiles of 16 sums
- * (16 rows for one token, 4 rows x 4 tokens for several; cpu_tile16.h).
+ * generic float order); at AVX-512 as tiles of 16 sums (16 rows for one token, 4 rows x 4 tokens
+ * for several; cpu_tile16.h).
  */
 #ifndef CPU_QDOT_H
 #define CPU_QDOT_H
