@@ -15,6 +15,7 @@
 #include "cpu/cpu_tile16.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #if CPU_X86
@@ -112,7 +113,7 @@ CPU_TARGET_AVX2 static int32_t q2_sum_avx2(const uint8_t *wq, const int8_t *a)
 typedef int32_t (*block_sum_fn)(const uint8_t *wq, const int8_t *a);
 
 /* A format's row walk: values and bytes per weight block, its block sums per level (NULL: the
- * plain C sums; AVX-512 runs the tiles below instead) */
+ * plain C sums; AVX-512 runs the tiles below instead, and the AVX2 sums past their width limit) */
 typedef struct {
     uint32_t type, blk, bytes;
     block_sum_fn sum_c, sum_avx2;
@@ -186,6 +187,26 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64(const uint8_t *p)
     const __m512i t = _mm512_or_si512(b, _mm512_slli_epi32(b, 6));
     return _mm512_and_si512(_mm512_or_si512(t, _mm512_slli_epi32(t, 12)), _mm512_set1_epi32(0x03030303));
 }
+/* The one-token tile's unpack in 3 operations: the 16 bytes in each quarter k of a register,
+ * shifted right by 2 k (16-bit shifts: the neighbour's bits that come in lie above the kept
+ * two): byte i of quarter k is the code of element 4 i + k. The token's codes are laid out to
+ * match once per call (q2_perm), and an activation block's 32 elements are then dwords 0, 1
+ * (block A) or 2, 3 (block B) of every quarter (cpu_tile_hsum16_pairs). */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64_perm(const uint8_t *p)
+{
+    const __m512i x = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)p));
+    const __m512i sh = _mm512_setr_epi64(0, 0, 0x0002000200020002, 0x0002000200020002, 0x0004000400040004,
+                                         0x0004000400040004, 0x0006000600060006, 0x0006000600060006);
+    return _mm512_and_si512(_mm512_srlv_epi16(x, sh), _mm512_set1_epi8(3));
+}
+/* yp = a [K] in that order: yp[64 p + 16 k + 4 j + m] = a[64 p + 16 j + 4 m + k] */
+static void q2_perm(const int8_t *a, int64_t K, int8_t *yp)
+{
+    for (int64_t p = 0; p < K; p += 64)
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 16; i++)
+                yp[p + 16 * k + i] = a[p + 4 * i + k];
+}
 /* lanes o: token o % T's activation scale of block a */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 qt_ds(const qt_tile *k, int T, int64_t a)
 {
@@ -218,11 +239,13 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const qt_tile *k, in
         for (int part = 0; part < blk / 64; part++) {
             const int64_t e0 = b * blk + 64 * part;
             __m512i acc[16];
-            if (T == 1) {
+            __m512i i0, i1; /* the part's two activation blocks */
+            if (T == 1) { /* the token's codes in q2_perm's order */
                 const __m512i y = _mm512_loadu_si512(k->q[0] + e0), na = qt_neg_sums(y, 0);
 #pragma GCC unroll 16
                 for (int r = 0; r < 16; r++)
-                    acc[r] = _mm512_dpbusd_epi32(na, q2_codes64(p[r] + 2 + 16 * part), y);
+                    acc[r] = _mm512_dpbusd_epi32(na, q2_codes64_perm(p[r] + 2 + 16 * part), y);
+                cpu_tile_hsum16_pairs(acc, &i0, &i1);
             } else {
                 __m512i c[4];
 #pragma GCC unroll 4
@@ -235,9 +258,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const qt_tile *k, in
                     for (int r = 0; r < 4; r++)
                         acc[4 * r + t] = _mm512_dpbusd_epi32(na, c[r], y);
                 }
+                cpu_tile_hsum16_halves(acc, &i0, &i1);
             }
-            __m512i i0, i1; /* the part's two activation blocks */
-            cpu_tile_hsum16_halves(acc, &i0, &i1);
             s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
             s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
         }
@@ -327,6 +349,8 @@ QT_TILE_FN(q4_tile_16x1, q8_tile_run(k, FMT_Q4_0, 16, 1, 18, nb, out))
 QT_TILE_FN(q4_tile_4x4, q8_tile_run(k, FMT_Q4_0, 4, 4, 18, nb, out))
 #undef QT_TILE_FN
 
+#define QT_PERM_MAX 65536 /* the widest row a one-token Q2_0 tile takes (q2_perm's copy on the stack) */
+
 /* rows r0 .. r1 by tiles (a short tile repeats its first row or token) */
 static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
                      int n, float *y, int64_t ldy)
@@ -339,6 +363,10 @@ static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1,
         : f->type == FMT_Q2_0_G128 ? (n == 1 ? g128_tile_16x1 : g128_tile_4x4)
         : f->type == FMT_Q8_0      ? (n == 1 ? q8_tile_16x1 : q8_tile_4x4)
                                    : (n == 1 ? q4_tile_16x1 : q4_tile_4x4);
+    int8_t yp[QT_PERM_MAX];
+    const bool perm = n == 1 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128);
+    if (perm)
+        q2_perm(q, K, yp);
     for (int64_t r = r0; r < r1; r += TR) {
         const int R = r1 - r < TR ? (int)(r1 - r) : TR;
         for (int t0 = 0; t0 < n; t0 += TT) {
@@ -350,6 +378,8 @@ static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1,
                 const int t = t0 + (i < T ? i : 0);
                 k.q[i] = q + (size_t)t * K, k.ds[i] = ds + (size_t)t * (K / CPU_QBLK);
             }
+            if (perm)
+                k.q[0] = yp;
             float out[16];
             tile(&k, nb, out);
             for (int i = 0; i < R; i++)
@@ -367,12 +397,12 @@ void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     if (!f)
         return;
 #if CPU_X86
-    if (isa == CPU_ISA_AVX512) {
+    if (isa == CPU_ISA_AVX512 && w->ne0 <= QT_PERM_MAX) {
         qt_tiles(f, w, r0, r1, q, ds, n, y, ldy);
         return;
     }
 #endif
-    const block_sum_fn sum = isa == CPU_ISA_AVX2 && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
+    const block_sum_fn sum = (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) && f->sum_avx2 ? f->sum_avx2 : f->sum_c;
     const size_t row_bytes = (size_t)(w->ne0 / f->blk) * f->bytes;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = w->data + (size_t)r * row_bytes;

@@ -65,6 +65,27 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_hsum16_halves(const __m
         d0, _mm512_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15, 20, 28, 21, 29, 22, 30, 23, 31), d1);
 }
 
+/* lanes o: the sums of dwords 0 and 1 (*lo), 2 and 3 (*hi) of every quarter of v[o] */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_hsum16_pairs(const __m512i v[16], __m512i *lo, __m512i *hi)
+{
+    __m512i a[8], b[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) /* quarters: v[2k]'s 0 + 1, 2 + 3, v[2k + 1]'s 0 + 1, 2 + 3 */
+        a[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) { /* quarter q of b[k]: v[4 k + q]'s quarters summed; then its pairs */
+        b[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                _mm512_shuffle_i32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+        b[k] = _mm512_add_epi32(b[k], _mm512_shuffle_epi32(b[k], _MM_SHUFFLE(2, 3, 0, 1)));
+    }
+    /* v[4 k + q]: lo at lane 4 q of b[k], hi at 4 q + 2; t0 lanes 0..7: b[0], b[1]'s lo, 8..15 their hi */
+    const __m512i i = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 2, 6, 10, 14, 18, 22, 26, 30);
+    const __m512i t0 = _mm512_permutex2var_epi32(b[0], i, b[1]), t1 = _mm512_permutex2var_epi32(b[2], i, b[3]);
+    *lo = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+    *hi = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
 static inline uint32_t cpu_tile_u32(const uint8_t *p)
 {
     uint32_t u;
