@@ -290,21 +290,6 @@ static uint64_t weight_bytes(const cpu_engine *e, int t)
     return b;
 }
 
-/* A moe op's expert bytes one token reads: its k of n_expert experts' gate, up and down rows in
- * every layer (the router is the op's tensor) */
-static uint64_t moe_expert_bytes(const cpu_engine *e, const cpu_step_op *so)
-{
-    uint64_t b = 0;
-    for (int L = 0; L < e->n_layers; L++) {
-        const cpu_moe m = cpu_engine_moe(e, so, L);
-        for (int i = 0; i < 3; i++) {
-            const int64_t ne[4] = {m.exp[i]->ne0, m.exp[i]->ne1, 1, 1};
-            b += fmt_nbytes(m.exp[i]->type, ne, NULL) / (uint64_t)m.n_expert * (uint64_t)m.k;
-        }
-    }
-    return b;
-}
-
 /* Reads [p, p + n) over the pool: every 8-byte word (the bandwidth probe) or one byte per
  * `stride` bytes (mapping pages in); returns the sum of what was read. */
 typedef struct {
@@ -403,7 +388,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
                                   ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
                               : e->ops[i].op->kind == RT_CPU_LM_HEAD && e->head_copy.data ? cpu_head_bytes(&e->head_copy)
-                              : e->ops[i].op->kind == RT_CPU_MOE ? weight_bytes(e, e->ops[i].tensor) + moe_expert_bytes(e, &e->ops[i])
+                              : e->ops[i].op->kind == RT_CPU_MOE ? weight_bytes(e, e->ops[i].tensor) + cpu_experts_step_bytes(e, &e->ops[i])
                                                                  : weight_bytes(e, e->ops[i].tensor);
     /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
      * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */

@@ -3,7 +3,8 @@
  * Owns: what the engine tells the expert cache (where each layer's stacked gate, up and down
  * tensors start in the file, one expert's bytes of each) and the parts of the file mapping
  * that are not experts: the engine reads ahead, maps in and locks only those at load, so the
- * experts stay on disk until the cache reads them.
+ * experts stay on disk until the cache reads them; and the expert bytes a token's step reads
+ * (--profile's bytes column of a moe op).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,17 @@ static uint64_t part_bytes(const cpu_weight *w, int64_t rows)
 {
     const int64_t ne[4] = {w->ne0, rows, 1, 1};
     return (uint64_t)fmt_nbytes(w->type, ne, NULL);
+}
+
+uint64_t cpu_experts_step_bytes(const cpu_engine *e, const cpu_step_op *so)
+{
+    uint64_t b = 0;
+    for (int L = 0; L < e->n_layers; L++) {
+        const cpu_moe m = cpu_engine_moe(e, so, L);
+        for (int i = 0; i < 3; i++) /* k of the n_expert experts' rows */
+            b += part_bytes(m.exp[i], m.exp[i]->ne1) / (uint64_t)m.n_expert * (uint64_t)m.k;
+    }
+    return b;
 }
 
 static int cmp_range(const void *a, const void *b)

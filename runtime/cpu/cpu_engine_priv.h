@@ -167,6 +167,9 @@ int cpu_experts_open(cpu_engine *e, int budget_mib, int prefetch, char *err);
 bool cpu_experts_gap(const cpu_engine *e, int i, const uint8_t **p, size_t *n);
 /* The experts' bytes in the file (0 without the cache). */
 uint64_t cpu_experts_file_bytes(const cpu_engine *e);
+/* The expert bytes one token's step reads through moe op so: its k of n_expert experts' gate, up
+ * and down rows in every layer (--profile's bytes column; the router is the op's tensor). */
+uint64_t cpu_experts_step_bytes(const cpu_engine *e, const cpu_step_op *so);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);
