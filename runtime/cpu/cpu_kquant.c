@@ -210,25 +210,8 @@ CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t
  * reduced together (cpu_tile_hsum16). Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element
  * code sums (cpu_q8k_bsums) instead of the codes. The integer sums are the row walk's and the
  * float part runs in its order, lane (row r, token t) = 4 r + t: the same bits. */
-/* A tile: R rows (Q4_K / Q6_K blocks, row_bytes apart in the matrix) x T tokens' codes, block
- * scales and 16-sums, R T = 16 sums; lane o of a tile's vectors is row o / T, token o % T. */
-typedef struct {
-    const uint8_t *w[16];
-    const int8_t *q[4];
-    const float *d8[4];
-    const int16_t *bs[4];
-    size_t row_bytes;
-} kq_tile;
-
-/* lanes o: token o % T's d8 of block b */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 kq_tokens_d8(const kq_tile *k, int T, int64_t b)
-{
-    if (T == 1)
-        return _mm512_set1_ps(k->d8[0][b]);
-    return _mm512_broadcast_f32x4(_mm_setr_ps(k->d8[0][b], k->d8[1][b], k->d8[2][b], k->d8[3][b]));
-}
 /* a one-token tile reads 16 rows from memory: each asks CPU_STREAM_AHEAD ahead (cpu_stream.h) */
-static CPU_ALWAYS_INLINE void kq_ahead(const kq_tile *k, int R, int T, int64_t b, int blk_bytes)
+static CPU_ALWAYS_INLINE void kq_ahead(const cpu_tile *k, int R, int T, int64_t b, int blk_bytes)
 {
     if (T != 1)
         return; /* a prompt's tiles read each row for every token tile: from the cache after the first */
@@ -252,68 +235,6 @@ CPU_TARGET_AVX512 static inline __m512i q4k_sm(const uint8_t *p)
             _mm512_dpwssd_epi32(acc[4 * r + t], _mm512_maddubs_epi16(w[r], y), s[r]);              \
     }
 
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q4k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
-{
-    const __m256i to_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    __m512 sum = _mm512_setzero_ps(), summ = sum;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p[16];
-        __m512i acc[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++)
-            p[r] = k->w[r] + b * FMT_Q4_K_BYTES;
-        kq_ahead(k, R, T, b, FMT_Q4_K_BYTES);
-#pragma GCC unroll 16
-        for (int o = 0; o < 16; o++)
-            acc[o] = _mm512_setzero_si512();
-        if (T == 1) { /* a row's 4 parts against the token's 4 */
-            __m512i y[4];
-#pragma GCC unroll 4
-            for (int part = 0; part < 4; part++)
-                y[part] = _mm512_loadu_si512(k->q[0] + b * QK + 64 * part);
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                const __m512i sm = q4k_sm(p[r]);
-#pragma GCC unroll 4
-                for (int part = 0; part < 4; part++)
-                    acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(q4k_part(p[r], part), y[part]),
-                                                 _mm512_permutexvar_epi16(_mm512_loadu_si512(Q4K_SPREAD[part]), sm));
-            }
-        } else { /* a part of the 4 rows against the 4 tokens' */
-            __m512i sm[4], w[4], s[4];
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++)
-                sm[r] = q4k_sm(p[r]);
-#pragma GCC unroll 4
-            for (int part = 0; part < 4; part++) { /* elements 64 part .. 64 part + 63 */
-                const __m512i spread = _mm512_loadu_si512(Q4K_SPREAD[part]);
-#pragma GCC unroll 4
-                for (int r = 0; r < 4; r++) {
-                    w[r] = q4k_part(p[r], part);
-                    s[r] = _mm512_permutexvar_epi16(spread, sm[r]);
-                }
-                KQ_TILE_PART(b * QK + 64 * part)
-            }
-        }
-        const __m512i isum = cpu_tile_hsum16(acc);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            const __m256i mins = _mm256_permutexvar_epi16(to_mins, _mm512_castsi512_si256(q4k_sm(p[r])));
-#pragma GCC unroll 4
-            for (int t = 0; t < T; t++) /* sum_j m_j (bs[2 j] + bs[2 j + 1]) */
-                acc[r * T + t] = _mm512_zextsi256_si512(
-                    _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16)))));
-        }
-        const __m512i imin = cpu_tile_hsum16(acc);
-        const __m512 d8 = kq_tokens_d8(k, T, b);
-        __m512 d, dmin;
-        cpu_tile_rows_f16x2(p, R, T, 0, &d, &dmin);
-        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum)));
-        summ = _mm512_add_ps(summ, _mm512_mul_ps(_mm512_mul_ps(dmin, d8), _mm512_cvtepi32_ps(imin)));
-    }
-    _mm512_storeu_ps(out, _mm512_sub_ps(sum, summ));
-}
-
 /* the values 0..63 of a Q6_K block's elements 64 part .. 64 part + 63 (as q6k_block_avx512) */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q6k_part(const uint8_t *p, int part)
 {
@@ -335,7 +256,82 @@ CPU_TARGET_AVX512 static inline __m512i q6k_sc(const uint8_t *p)
     return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
 }
 
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R, int T, int64_t nb, float out[16])
+/* acc[o] += the integer sums of the tile's blocks p[r] (Q4_K or Q6_K) with its tokens' codes of
+ * block b: each 64-element part's values times the spread scales of its sub-blocks */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void kq_int_sums(const cpu_tile *k, uint32_t type, int R, int T,
+                                                            const uint8_t *const p[16], int64_t b, __m512i acc[16])
+{
+    const int16_t(*spread)[32] = type == FMT_Q4_K ? Q4K_SPREAD : Q6K_SPREAD;
+#define KQ_SCALES(q) (type == FMT_Q4_K ? q4k_sm(q) : q6k_sc(q))
+#define KQ_PART(q, part) (type == FMT_Q4_K ? q4k_part(q, part) : q6k_part(q, part))
+    if (T == 1) { /* a row's 4 parts against the token's 4 */
+        __m512i y[4];
+#pragma GCC unroll 4
+        for (int part = 0; part < 4; part++)
+            y[part] = _mm512_loadu_si512(k->q[0] + b * QK + 64 * part);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            const __m512i sc = KQ_SCALES(p[r]);
+#pragma GCC unroll 4
+            for (int part = 0; part < 4; part++)
+                acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(KQ_PART(p[r], part), y[part]),
+                                             _mm512_permutexvar_epi16(_mm512_loadu_si512(spread[part]), sc));
+        }
+        return;
+    }
+    __m512i sc[4], w[4], s[4]; /* a part of the 4 rows against the 4 tokens' */
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        sc[r] = KQ_SCALES(p[r]);
+#pragma GCC unroll 4
+    for (int part = 0; part < 4; part++) { /* elements 64 part .. 64 part + 63 */
+        const __m512i sp = _mm512_loadu_si512(spread[part]);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            w[r] = KQ_PART(p[r], part);
+            s[r] = _mm512_permutexvar_epi16(sp, sc[r]);
+        }
+        KQ_TILE_PART(b * QK + 64 * part)
+    }
+#undef KQ_SCALES
+#undef KQ_PART
+}
+
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q4k_tile(const cpu_tile *k, int R, int T, int64_t nb, float out[16])
+{
+    const __m256i to_mins = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    __m512 sum = _mm512_setzero_ps(), summ = sum;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p[16];
+        __m512i acc[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            p[r] = k->w[r] + b * FMT_Q4_K_BYTES;
+        kq_ahead(k, R, T, b, FMT_Q4_K_BYTES);
+#pragma GCC unroll 16
+        for (int o = 0; o < 16; o++)
+            acc[o] = _mm512_setzero_si512();
+        kq_int_sums(k, FMT_Q4_K, R, T, p, b, acc);
+        const __m512i isum = cpu_tile_hsum16(acc);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            const __m256i mins = _mm256_permutexvar_epi16(to_mins, _mm512_castsi512_si256(q4k_sm(p[r])));
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) /* sum_j m_j (bs[2 j] + bs[2 j + 1]) */
+                acc[r * T + t] = _mm512_zextsi256_si512(
+                    _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16)))));
+        }
+        const __m512i imin = cpu_tile_hsum16(acc);
+        const __m512 d8 = cpu_tile_scales(k, T, b);
+        __m512 d, dmin;
+        cpu_tile_rows_f16x2(p, R, T, 0, &d, &dmin);
+        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum)));
+        summ = _mm512_add_ps(summ, _mm512_mul_ps(_mm512_mul_ps(dmin, d8), _mm512_cvtepi32_ps(imin)));
+    }
+    _mm512_storeu_ps(out, _mm512_sub_ps(sum, summ));
+}
+
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const cpu_tile *k, int R, int T, int64_t nb, float out[16])
 {
     __m512 sum = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -355,77 +351,21 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const kq_tile *k, int R
                                       _mm256_sub_epi16(_mm256_setzero_si256(),
                                                        _mm256_loadu_si256((const __m256i *)(k->bs[t] + b * (QK / 16))))),
                     5));
-        if (T == 1) {
-            __m512i y[4];
-#pragma GCC unroll 4
-            for (int part = 0; part < 4; part++)
-                y[part] = _mm512_loadu_si512(k->q[0] + b * QK + 64 * part);
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                const __m512i sc = q6k_sc(p[r]);
-#pragma GCC unroll 4
-                for (int part = 0; part < 4; part++)
-                    acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(q6k_part(p[r], part), y[part]),
-                                                 _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[part]), sc));
-            }
-        } else {
-            __m512i sc[4], w[4], s[4];
-#pragma GCC unroll 4
-            for (int r = 0; r < 4; r++)
-                sc[r] = q6k_sc(p[r]);
-#pragma GCC unroll 4
-            for (int part = 0; part < 4; part++) { /* elements 64 part .. 64 part + 63 */
-                const __m512i spread = _mm512_loadu_si512(Q6K_SPREAD[part]);
-#pragma GCC unroll 4
-                for (int r = 0; r < 4; r++) {
-                    w[r] = q6k_part(p[r], part);
-                    s[r] = _mm512_permutexvar_epi16(spread, sc[r]);
-                }
-                KQ_TILE_PART(b * QK + 64 * part)
-            }
-        }
+        kq_int_sums(k, FMT_Q6_K, R, T, p, b, acc);
         const __m512i isum = cpu_tile_hsum16(acc);
         __m512 unused, d; /* bytes 206..209: scales[14..15], then d */
         cpu_tile_rows_f16x2(p, R, T, 206, &unused, &d);
-        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, kq_tokens_d8(k, T, b)), _mm512_cvtepi32_ps(isum)));
+        sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, cpu_tile_scales(k, T, b)), _mm512_cvtepi32_ps(isum)));
     }
     _mm512_storeu_ps(out, sum);
 }
 #undef KQ_TILE_PART
 
-CPU_TARGET_AVX512 static void q4k_tile_4x4(const kq_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 4, 4, nb, out); }
-CPU_TARGET_AVX512 static void q4k_tile_16x1(const kq_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 16, 1, nb, out); }
-CPU_TARGET_AVX512 static void q6k_tile_4x4(const kq_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 4, 4, nb, out); }
-CPU_TARGET_AVX512 static void q6k_tile_16x1(const kq_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 16, 1, nb, out); }
+CPU_TARGET_AVX512 static void q4k_tile_4x4(const cpu_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 4, 4, nb, out); }
+CPU_TARGET_AVX512 static void q4k_tile_16x1(const cpu_tile *k, int64_t nb, float out[16]) { q4k_tile(k, 16, 1, nb, out); }
+CPU_TARGET_AVX512 static void q6k_tile_4x4(const cpu_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 4, 4, nb, out); }
+CPU_TARGET_AVX512 static void q6k_tile_16x1(const cpu_tile *k, int64_t nb, float out[16]) { q6k_tile(k, 16, 1, nb, out); }
 
-/* rows r0 .. r1 by tiles of 4 rows x 4 tokens, or of 16 rows for one token (a short tile repeats
- * its first row or token) */
-static void kq_tiles(uint32_t type, const uint8_t *w, size_t row_bytes, int64_t K, int64_t r0, int64_t r1,
-                     const int8_t *q, const float *d8, const int16_t *bs, int n, float *y, int64_t ldy)
-{
-    const int64_t nb = K / QK;
-    const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
-    void (*tile)(const kq_tile *, int64_t, float *) =
-        type == FMT_Q4_K ? (n == 1 ? q4k_tile_16x1 : q4k_tile_4x4) : (n == 1 ? q6k_tile_16x1 : q6k_tile_4x4);
-    for (int64_t r = r0; r < r1; r += TR) {
-        const int R = r1 - r < TR ? (int)(r1 - r) : TR;
-        for (int t0 = 0; t0 < n; t0 += TT) {
-            const int T = n - t0 < TT ? n - t0 : TT;
-            kq_tile k = {.row_bytes = row_bytes};
-            for (int i = 0; i < TR; i++)
-                k.w[i] = w + (size_t)(r + (i < R ? i : 0)) * row_bytes;
-            for (int i = 0; i < TT; i++) {
-                const int t = t0 + (i < T ? i : 0);
-                k.q[i] = q + (size_t)t * K, k.d8[i] = d8 + (size_t)t * nb, k.bs[i] = bs + (size_t)t * (K / 16);
-            }
-            float out[16];
-            tile(&k, nb, out);
-            for (int i = 0; i < R; i++)
-                for (int j = 0; j < T; j++)
-                    y[(t0 + j) * ldy + r + i] = out[i * TT + j];
-        }
-    }
-}
 #endif
 
 void cpu_q8k_bsums(const int8_t *q, int64_t K, int16_t *bs)
@@ -488,7 +428,10 @@ void cpu_kq_dot(cpu_isa isa, uint32_t type, const uint8_t *w, int64_t K, int64_t
     const size_t row_bytes = (size_t)nb * (type == FMT_Q4_K ? FMT_Q4_K_BYTES : FMT_Q6_K_BYTES);
 #if CPU_X86
     if (isa == CPU_ISA_AVX512 && bs) {
-        kq_tiles(type, w, row_bytes, K, r0, r1, q, d8, bs, n, y, ldy);
+        if (type == FMT_Q4_K)
+            cpu_tile_rows(q4k_tile_16x1, q4k_tile_4x4, w, nb, row_bytes, K, r0, r1, q, d8, nb, bs, n, y, ldy);
+        else
+            cpu_tile_rows(q6k_tile_16x1, q6k_tile_4x4, w, nb, row_bytes, K, r0, r1, q, d8, nb, bs, n, y, ldy);
         return;
     }
 #endif

@@ -173,12 +173,6 @@ static float row_dot(const qrow *f, block_sum_fn sum, const uint8_t *row, int64_
  * minus the codes' sums times the format's offset (Q2_0: value = code - 1); each part's 16
  * vectors give the 32 sums of its two activation blocks at once (cpu_tile_hsum16_halves), and
  * the float chain runs as row_dot's, lanes across the tile: the same bits. ---- */
-typedef struct {
-    const uint8_t *w[16];
-    const int8_t *q[4];
-    const float *ds[4];
-    size_t row_bytes;
-} qt_tile;
 
 /* the 64 codes (0..3) of 16 bytes at p, in element order: byte 4 i + k = bits 2 k of byte i */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64(const uint8_t *p)
@@ -207,13 +201,6 @@ static void q2_perm(const int8_t *a, int64_t K, int8_t *yp)
             for (int i = 0; i < 16; i++)
                 yp[p + 16 * k + i] = a[p + 4 * i + k];
 }
-/* lanes o: token o % T's activation scale of block a */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 qt_ds(const qt_tile *k, int T, int64_t a)
-{
-    if (T == 1)
-        return _mm512_set1_ps(k->ds[0][a]);
-    return _mm512_broadcast_f32x4(_mm_setr_ps(k->ds[0][a], k->ds[1][a], k->ds[2][a], k->ds[3][a]));
-}
 /* minus the sums of each 4 codes of y (lanes) times 2^sh, the start of a part's products: the
  * offset of codes stored as unsigned (Q2_0: value = code - 1; Q4_0: nibble - 8; Q8_0 as u8:
  * code + 128 - 128) */
@@ -223,7 +210,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i qt_neg_sums(__m512i y, int sh
     return _mm512_sub_epi32(_mm512_setzero_si512(), sh ? _mm512_slli_epi32(s, (unsigned)sh) : s);
 }
 
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const qt_tile *k, int R, int T, int blk, int bytes, int64_t nb,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const cpu_tile *k, int R, int T, int blk, int bytes, int64_t nb,
                                                             float out[16])
 {
     __m512 sumf = _mm512_setzero_ps();
@@ -260,8 +247,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const qt_tile *k, in
                 }
                 cpu_tile_hsum16_halves(acc, &i0, &i1);
             }
-            s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
-            s = _mm512_add_ps(s, _mm512_mul_ps(qt_ds(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
+            s = _mm512_add_ps(s, _mm512_mul_ps(cpu_tile_scales(k, T, e0 / CPU_QBLK), _mm512_cvtepi32_ps(i0)));
+            s = _mm512_add_ps(s, _mm512_mul_ps(cpu_tile_scales(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
         }
         __m512 dw, unused;
         cpu_tile_rows_f16x2(p, R, T, 0, &dw, &unused);
@@ -286,7 +273,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i qt_codes2(uint32_t type, cons
     return _mm512_and_si512(_mm512_srlv_epi16(x, sh), _mm512_set1_epi8(0xF));
 }
 
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const qt_tile *k, uint32_t type, int R, int T, int bytes,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const cpu_tile *k, uint32_t type, int R, int T, int bytes,
                                                             int64_t nb, float out[16])
 {
     const int sh = type == FMT_Q8_0 ? 7 : 3;
@@ -328,17 +315,17 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const qt_tile *k, ui
         cpu_tile_hsum16_halves(acc, &ia, &ib);
         __m512 dwa, dwb, unused;
         cpu_tile_rows_f16x2(pa, R, T, 0, &dwa, &unused);
-        sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dwa, qt_ds(k, T, b))));
+        sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dwa, cpu_tile_scales(k, T, b))));
         if (two) {
             cpu_tile_rows_f16x2(pb, R, T, 0, &dwb, &unused);
-            sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ib), _mm512_mul_ps(dwb, qt_ds(k, T, b + 1))));
+            sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ib), _mm512_mul_ps(dwb, cpu_tile_scales(k, T, b + 1))));
         }
     }
     _mm512_storeu_ps(out, sumf);
 }
 
 #define QT_TILE_FN(name, call)                                                                                     \
-    CPU_TARGET_AVX512 static void name(const qt_tile *k, int64_t nb, float out[16]) { call; }
+    CPU_TARGET_AVX512 static void name(const cpu_tile *k, int64_t nb, float out[16]) { call; }
 QT_TILE_FN(q2_tile_16x1, q2_tile_run(k, 16, 1, 64, 18, nb, out))
 QT_TILE_FN(q2_tile_4x4, q2_tile_run(k, 4, 4, 64, 18, nb, out))
 QT_TILE_FN(g128_tile_16x1, q2_tile_run(k, 16, 1, 128, 34, nb, out))
@@ -351,42 +338,24 @@ QT_TILE_FN(q4_tile_4x4, q8_tile_run(k, FMT_Q4_0, 4, 4, 18, nb, out))
 
 #define QT_PERM_MAX 65536 /* the widest row a one-token Q2_0 tile takes (q2_perm's copy on the stack) */
 
-/* rows r0 .. r1 by tiles (a short tile repeats its first row or token) */
+/* rows r0 .. r1 by tiles */
 static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
                      int n, float *y, int64_t ldy)
 {
     const int64_t K = w->ne0, nb = K / f->blk;
     const size_t row_bytes = (size_t)nb * f->bytes;
-    const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
-    void (*tile)(const qt_tile *, int64_t, float *) =
-        f->type == FMT_Q2_0        ? (n == 1 ? q2_tile_16x1 : q2_tile_4x4)
-        : f->type == FMT_Q2_0_G128 ? (n == 1 ? g128_tile_16x1 : g128_tile_4x4)
-        : f->type == FMT_Q8_0      ? (n == 1 ? q8_tile_16x1 : q8_tile_4x4)
-                                   : (n == 1 ? q4_tile_16x1 : q4_tile_4x4);
     int8_t yp[QT_PERM_MAX];
-    const bool perm = n == 1 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128);
-    if (perm)
-        q2_perm(q, K, yp);
-    for (int64_t r = r0; r < r1; r += TR) {
-        const int R = r1 - r < TR ? (int)(r1 - r) : TR;
-        for (int t0 = 0; t0 < n; t0 += TT) {
-            const int T = n - t0 < TT ? n - t0 : TT;
-            qt_tile k = {.row_bytes = row_bytes};
-            for (int i = 0; i < TR; i++)
-                k.w[i] = w->data + (size_t)(r + (i < R ? i : 0)) * row_bytes;
-            for (int i = 0; i < TT; i++) {
-                const int t = t0 + (i < T ? i : 0);
-                k.q[i] = q + (size_t)t * K, k.ds[i] = ds + (size_t)t * (K / CPU_QBLK);
-            }
-            if (perm)
-                k.q[0] = yp;
-            float out[16];
-            tile(&k, nb, out);
-            for (int i = 0; i < R; i++)
-                for (int j = 0; j < T; j++)
-                    y[(t0 + j) * ldy + r + i] = out[i * TT + j];
-        }
-    }
+    if (n == 1 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128)) /* the one-token tiles' order */
+        q2_perm(q, K, yp), q = yp;
+    if (f->type == FMT_Q2_0)
+        cpu_tile_rows(q2_tile_16x1, q2_tile_4x4, w->data, nb, row_bytes, K, r0, r1, q, ds, K / CPU_QBLK, NULL, n, y, ldy);
+    else if (f->type == FMT_Q2_0_G128)
+        cpu_tile_rows(g128_tile_16x1, g128_tile_4x4, w->data, nb, row_bytes, K, r0, r1, q, ds, K / CPU_QBLK, NULL, n, y,
+                      ldy);
+    else if (f->type == FMT_Q8_0)
+        cpu_tile_rows(q8_tile_16x1, q8_tile_4x4, w->data, nb, row_bytes, K, r0, r1, q, ds, K / CPU_QBLK, NULL, n, y, ldy);
+    else
+        cpu_tile_rows(q4_tile_16x1, q4_tile_4x4, w->data, nb, row_bytes, K, r0, r1, q, ds, K / CPU_QBLK, NULL, n, y, ldy);
 }
 #endif
 

@@ -1,10 +1,12 @@
 /* cpu_tile16.h - what the AVX-512 tiles of 16 integer sums share (cpu_kquant.c, cpu_qdot.c).
  *
- * Owns: the reduction of a tile's 16 int32 vectors together (one tree of shuffles and adds for
- * 16 horizontal sums, or 32 when each vector holds two halves to be summed apart) and the
- * gather of its rows' f16 block scales into the lanes of the tile. A tile is R rows x T tokens,
- * R T = 16: lane o is row o / T, token o % T. Integer sums are exact in any order, so these
- * give the bits of a one-vector reduction.
+ * Owns: a tile's inputs and the walk of a matrix's rows and a step's tokens by tiles; the
+ * reduction of a tile's 16 int32 vectors together (one tree of shuffles and adds for 16
+ * horizontal sums, or 32 when each vector holds two halves or two pairs of dwords to be summed
+ * apart); the gather of its rows' f16 block scales and its tokens' f32 block scales into the
+ * lanes of the tile. A tile is R rows x T tokens, R T = 16 (16 x 1 for one token, else 4 x 4):
+ * lane o is row o / T, token o % T. Integer sums are exact in any order, so these give the bits
+ * of a one-vector reduction.
  */
 #ifndef CPU_TILE16_H
 #define CPU_TILE16_H
@@ -15,6 +17,47 @@
 #include "cpu/cpu_isa.h"
 
 #define CPU_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* A tile's inputs: its rows (row_bytes apart in the matrix), its tokens' activation codes, their
+ * f32 block scales and (K-quants) their 16-code sums. */
+typedef struct {
+    const uint8_t *w[16];
+    const int8_t *q[4];
+    const float *s[4];
+    const int16_t *bs[4];
+    size_t row_bytes;
+} cpu_tile;
+
+/* One tile over nb weight blocks: out[o] = the (row o / T, token o % T) product. */
+typedef void (*cpu_tile_fn)(const cpu_tile *k, int64_t nb, float out[16]);
+
+/* y[t * ldy + r] for rows r0 <= r < r1 of w (nb blocks a row) and n tokens: codes q [n][K], f32
+ * scales s [n][ns], 16-code sums bs [n][K / 16] (NULL: none), by tiles of 16 rows (n == 1: one1)
+ * or 4 rows x 4 tokens (many); a short tile repeats its first row or token. */
+static inline void cpu_tile_rows(cpu_tile_fn one1, cpu_tile_fn many, const uint8_t *w, int64_t nb, size_t row_bytes,
+                                 int64_t K, int64_t r0, int64_t r1, const int8_t *q, const float *s, int64_t ns,
+                                 const int16_t *bs, int n, float *y, int64_t ldy)
+{
+    const int TR = n == 1 ? 16 : 4, TT = n == 1 ? 1 : 4;
+    for (int64_t r = r0; r < r1; r += TR) {
+        const int R = r1 - r < TR ? (int)(r1 - r) : TR;
+        for (int t0 = 0; t0 < n; t0 += TT) {
+            const int T = n - t0 < TT ? n - t0 : TT;
+            cpu_tile k = {.row_bytes = row_bytes};
+            for (int i = 0; i < TR; i++)
+                k.w[i] = w + (size_t)(r + (i < R ? i : 0)) * row_bytes;
+            for (int i = 0; i < TT; i++) {
+                const int t = t0 + (i < T ? i : 0);
+                k.q[i] = q + (size_t)t * K, k.s[i] = s + (size_t)t * ns, k.bs[i] = bs ? bs + (size_t)t * (K / 16) : NULL;
+            }
+            float out[16];
+            (n == 1 ? one1 : many)(&k, nb, out);
+            for (int i = 0; i < R; i++)
+                for (int j = 0; j < T; j++)
+                    y[(t0 + j) * ldy + r + i] = out[i * TT + j];
+        }
+    }
+}
 
 #if CPU_X86
 #include <immintrin.h>
@@ -84,6 +127,14 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_hsum16_pairs(const __m5
     const __m512i t0 = _mm512_permutex2var_epi32(b[0], i, b[1]), t1 = _mm512_permutex2var_epi32(b[2], i, b[3]);
     *lo = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
     *hi = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+/* lanes o: token o % T's f32 scale of block a */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512 cpu_tile_scales(const cpu_tile *k, int T, int64_t a)
+{
+    if (T == 1)
+        return _mm512_set1_ps(k->s[0][a]);
+    return _mm512_broadcast_f32x4(_mm_setr_ps(k->s[0][a], k->s[1][a], k->s[2][a], k->s[3][a]));
 }
 
 static inline uint32_t cpu_tile_u32(const uint8_t *p)
