@@ -203,13 +203,14 @@ CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t
     }
     return _mm512_reduce_add_epi32(acc);
 }
-/* ---- A prompt step's tiles (AVX-512): 4 rows x 4 tokens ----
- * The row walk above unpacks a row's block once per token. Here a block of 4 rows is unpacked
- * once for 4 tokens: each 64-element part's values and spread scales of the 4 rows sit in
- * registers while the tokens' codes pass, 16 (row, token) int32 sums; a block's 16 sums are
- * reduced together (cpu_tile_hsum16). Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element
- * code sums (cpu_q8k_bsums) instead of the codes. The integer sums are the row walk's and the
- * float part runs in its order, lane (row r, token t) = 4 r + t: the same bits. */
+/* ---- Tiles of 16 sums (AVX-512, cpu_tile16.h): 16 rows x 1 token, 4 rows x 4 tokens ----
+ * The row walk above unpacks a row's block once per token and reduces each block's sum alone.
+ * A prompt's tile unpacks a block of 4 rows once for 4 tokens: each 64-element part's values and
+ * spread scales of the 4 rows sit in registers while the tokens' codes pass; a one-token tile
+ * walks 16 rows. Either way a block's 16 int32 sums are reduced together (cpu_tile_hsum16), and
+ * Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element code sums (cpu_q8k_bsums)
+ * instead of the codes. The integer sums are the row walk's and the float part runs in its
+ * order, lane (row r, token t) = r T + t: the same bits. */
 /* a one-token tile reads 16 rows from memory: each asks CPU_STREAM_AHEAD ahead (cpu_stream.h) */
 static CPU_ALWAYS_INLINE void kq_ahead(const cpu_tile *k, int R, int T, int64_t b, int blk_bytes)
 {
