@@ -234,6 +234,40 @@ static void test_qdot(void **st)
     }
 }
 
+/* A Q2_0 row wider than the one-token AVX-512 tile takes (16384: its reordered copy of the
+ * token's codes lives on the stack) runs the row walk at that level: every level gives the
+ * scalar level's bits there too, both block sizes, 17 rows (a tile and one more). */
+static void test_qdot_wide(void **st)
+{
+    (void)st;
+    enum { K = 16384 + 128, MM = 17 };
+    static float x[K], xd[K / 32], wf[MM * K], y[MM], y0[MM];
+    static int8_t q[K];
+    static uint8_t w[MM * K / 64 * 18];
+    for (int i = 0; i < K; i++)
+        x[i] = frnd(2.0f) * (float)(1 + i / 32 % 5);
+    for (int i = 0; i < MM * K; i++)
+        wf[i] = frnd(1.0f);
+    cpu_quant_q8_0(x, K, q, xd);
+    const uint32_t types[] = {FMT_Q2_0, FMT_Q2_0_G128};
+    for (int ti = 0; ti < 2; ti++) {
+        fmt_codec_find(types[ti])->encode(wf, (int64_t)MM * K, w);
+        const cpu_weight cw = {w, types[ti], K, MM};
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+            if (!cpu_isa_runs((cpu_isa)isa))
+                continue;
+            for (int i = 0; i < MM; i++)
+                y[i] = NAN;
+            cpu_qdot_rows((cpu_isa)isa, &cw, 0, MM, q, xd, 1, y, MM);
+            if (isa == 0)
+                memcpy(y0, y, sizeof y);
+            assert_memory_equal(y, y0, sizeof y);
+        }
+        for (int i = 0; i < MM; i++) /* written, not the poison */
+            assert_true(isfinite(y0[i]));
+    }
+}
+
 /* PrismML's Q2_0 (blocks of 128) against its mainline twin: a 128-block is two 64-blocks with
  * the same d, so the same matrix in either form gives the same integer block sums; only the float
  * order differs (d (s0 + s1 + s2 + s3) against d (s0 + s1) + d (s2 + s3), s_k = d_x sumi_k). Rule:
@@ -1929,7 +1963,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s), cmocka_unit_test(test_amx_layout),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
-        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_softmax_row), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_softmax_row), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin), cmocka_unit_test(test_qdot_wide),      cmocka_unit_test(test_norm_rope),    cmocka_unit_test(test_attention),
         cmocka_unit_test(test_act_rows),
         cmocka_unit_test(test_add_rows),
         cmocka_unit_test(test_norm_rows),

@@ -336,7 +336,9 @@ QT_TILE_FN(q4_tile_16x1, q8_tile_run(k, FMT_Q4_0, 16, 1, 18, nb, out))
 QT_TILE_FN(q4_tile_4x4, q8_tile_run(k, FMT_Q4_0, 4, 4, 18, nb, out))
 #undef QT_TILE_FN
 
-#define QT_PERM_MAX 65536 /* the widest row a one-token Q2_0 tile takes (q2_perm's copy on the stack) */
+/* the widest row a one-token Q2_0 tile takes (q2_perm's copy on the stack, which may be a
+ * library caller's: Ternary-Bonsai 8B's widest is 12288); a wider one takes the row walk */
+#define QT_PERM_MAX 16384
 
 /* rows r0 .. r1 by tiles */
 static void qt_tiles(const qrow *f, const cpu_weight *w, int64_t r0, int64_t r1, const int8_t *q, const float *ds,
@@ -366,7 +368,8 @@ void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     if (!f)
         return;
 #if CPU_X86
-    if (isa == CPU_ISA_AVX512 && w->ne0 <= QT_PERM_MAX) {
+    if (isa == CPU_ISA_AVX512 &&
+        !(n == 1 && (f->type == FMT_Q2_0 || f->type == FMT_Q2_0_G128) && w->ne0 > QT_PERM_MAX)) {
         qt_tiles(f, w, r0, r1, q, ds, n, y, ldy);
         return;
     }
