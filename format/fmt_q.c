@@ -2,8 +2,6 @@
  * scale read and the load-time check of every block's scale. */
 #include "format/fmt_q.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 float fmt_q_block_d(const uint8_t *blk)

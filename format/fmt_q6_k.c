@@ -20,7 +20,6 @@
 #include "format/fmt_kquant.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #define QK FMT_QK_K

@@ -388,8 +388,9 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
                                   ? weight_bytes(e, e->ops[i].tensor) / (uint64_t)cpu_w(e, e->ops[i].tensor, 0)->ne1
                               : e->ops[i].op->kind == RT_CPU_LM_HEAD && e->head_copy.data ? cpu_head_bytes(&e->head_copy)
-                              : e->ops[i].op->kind == RT_CPU_MOE ? weight_bytes(e, e->ops[i].tensor) + cpu_experts_step_bytes(e, &e->ops[i])
-                                                                 : weight_bytes(e, e->ops[i].tensor);
+                              : e->ops[i].op->kind == RT_CPU_MOE
+                                  ? weight_bytes(e, e->ops[i].tensor) + cpu_experts_step_bytes(e, &e->ops[i])
+                                  : weight_bytes(e, e->ops[i].tensor);
     /* weights in place: read the file ahead and map every page now (as llama.cpp's MAP_POPULATE),
      * so the first prompt does not pay a page fault per 4 KiB of weights; mlock on request */
     const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);

@@ -311,8 +311,7 @@ static void head_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64
     const cpu_weight *w = e->head_copy.data ? &e->head_copy : cpu_w(e, so->tensor, 0);
     if (cpu_kq_has(w->type)) { /* the chunk's rows as Q8_K codes (lm_head) */
         cpu_kq_dot(e->pick[CPU_OP_HEAD].isa, w->type, w->data, w->ne0, lo, hi, e->kq_q, e->kq_d, e->kq_s,
-                   r->head_chunk,
-                   r->head_chunk_out, e->vocab);
+                   r->head_chunk, r->head_chunk_out, e->vocab);
         return;
     }
     const cpu_codec *c = e->head_copy.data ? cpu_codec_find(w->type) : so->codec;

@@ -26,6 +26,9 @@ const char *cpu_isa_name(cpu_isa isa);
 /* This CPU runs the kernels of level isa (the tests run every such level). */
 int cpu_isa_runs(cpu_isa isa);
 
+/* Kernel helpers whose loops must unroll into their caller's registers. */
+#define CPU_ALWAYS_INLINE inline __attribute__((always_inline))
+
 #if defined(__x86_64__) || defined(__i386__)
 #define CPU_X86 1
 #define CPU_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))

@@ -1,5 +1,5 @@
 /* cpu_kquant.c - Q4_K and Q6_K rows times Q8_K activations (cpu_kquant.h): the integer block
- * sums (scalar, AVX2 maddubs, AVX-512 64 elements a register, AVX-512 tiles of 16 sums), then
+ * sums (scalar, AVX2 maddubs, AVX-512 tiles of 16 sums 64 elements a register), then
  * ggml's float scaling. The integer sums are exact, so every level gives the same bits. */
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_stream.h"
@@ -136,10 +136,6 @@ CPU_TARGET_AVX2 static int32_t q6k_block_avx2(const uint8_t *p, const int8_t *q8
     return hsum_i32(acc);
 }
 
-/* The same sum 64 elements a register: a load of ql[64 h ..] holds elements 128 h + 0..63 in its
- * low nibbles and 128 h + 64..127 in its high ones, in order; qh[32 h ..] broadcast to both halves
- * gives their top bits, shifted per half (elements 32 apart sit 2 bits apart). Each 16-element
- * sub-block's int16 pair sums meet its scale (vpermw spreads the 16 scales 8 lanes each). */
 /* Q4_K 64 elements a register, in order: elements 64 k .. 64 k + 63 are sub-blocks 2 k (the low
  * nibbles of qs[32 k .. 32 k + 31]) and 2 k + 1 (their high nibbles), so those 32 bytes in both
  * halves of a register, the upper half shifted by 4, face the activations' 64 codes as they
@@ -157,21 +153,10 @@ CPU_TARGET_AVX512 static inline __m512i q4k_part(const uint8_t *p, int k)
     return _mm512_and_si512(_mm512_srlv_epi16(x, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1)),
                             _mm512_set1_epi8(0xF));
 }
-CPU_TARGET_AVX512 static void q4k_block_avx512(const uint8_t *p, const int8_t *q8, int32_t *isum, int32_t *imin)
-{
-    const __m512i sm = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(q4k_scales_mins(p)));
-    const __m512i ones = _mm512_set1_epi8(1), to_min = _mm512_set1_epi16(8);
-    __m512i acc = _mm512_setzero_si512(), accm = acc;
-    for (int k = 0; k < 4; k++) {
-        const __m512i y = _mm512_loadu_si512(q8 + 64 * k), idx = _mm512_loadu_si512(Q4K_SPREAD[k]);
-        acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(q4k_part(p, k), y), _mm512_permutexvar_epi16(idx, sm));
-        accm = _mm512_dpwssd_epi32(accm, _mm512_maddubs_epi16(ones, y),
-                                   _mm512_permutexvar_epi16(_mm512_add_epi16(idx, to_min), sm));
-    }
-    *isum = _mm512_reduce_add_epi32(acc);
-    *imin = _mm512_reduce_add_epi32(accm);
-}
-
+/* Q6_K 64 elements a register (q6k_part): a load of ql[64 h ..] holds elements 128 h + 0..63 in its
+ * low nibbles and 128 h + 64..127 in its high ones, in order; qh[32 h ..] broadcast to both halves
+ * gives their top bits, shifted per half (elements 32 apart sit 2 bits apart). Each 16-element
+ * sub-block's int16 pair sums meet its scale (vpermw spreads the 16 scales 8 lanes each). */
 static const int16_t Q6K_SPREAD[4][32] = { /* [m][k] = 4 m + k / 8: scale 4 m + j to lanes 8 j .. 8 j + 7 */
 #define Q6K_S(b) b, b, b, b, b, b, b, b
     {Q6K_S(0), Q6K_S(1), Q6K_S(2), Q6K_S(3)},
@@ -180,46 +165,14 @@ static const int16_t Q6K_SPREAD[4][32] = { /* [m][k] = 4 m + k / 8: scale 4 m + 
     {Q6K_S(12), Q6K_S(13), Q6K_S(14), Q6K_S(15)},
 #undef Q6K_S
 };
-CPU_TARGET_AVX512 static int32_t q6k_block_avx512(const uint8_t *p, const int8_t *q8)
-{
-    const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
-    const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1); /* (qh & 3, 12) << 4 */
-    const __m512i sh_hi = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1); /* (qh & 48, 192) */
-    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))));
-    __m512i acc = _mm512_setzero_si512();
-    for (int h = 0; h < 2; h++) {
-        const __m512i ql = _mm512_loadu_si512(p + 64 * h);
-        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h)));
-        const __m512i v0 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_sllv_epi16(qh, sh_lo), m30));
-        const __m512i v1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
-                                           _mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m30));
-        const __m512i y0 = _mm512_loadu_si512(q8 + 128 * h), y1 = _mm512_loadu_si512(q8 + 128 * h + 64);
-        const __m512i d0 = _mm512_sub_epi16(_mm512_maddubs_epi16(v0, y0), _mm512_maddubs_epi16(k32, y0));
-        const __m512i d1 = _mm512_sub_epi16(_mm512_maddubs_epi16(v1, y1), _mm512_maddubs_epi16(k32, y1));
-        /* lanes 8 j .. 8 j + 7 of d0 / d1: sub-block 8 h + j / 8 h + 4 + j */
-        const __m512i s0 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h]), sc16);
-        const __m512i s1 = _mm512_permutexvar_epi16(_mm512_loadu_si512(Q6K_SPREAD[2 * h + 1]), sc16);
-        acc = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(acc, d0, s0), d1, s1);
-    }
-    return _mm512_reduce_add_epi32(acc);
-}
 /* ---- Tiles of 16 sums (AVX-512, cpu_tile16.h): 16 rows x 1 token, 4 rows x 4 tokens ----
- * The row walk above unpacks a row's block once per token and reduces each block's sum alone.
+ * The row walks (below) unpack a row's block once per token and reduce each block's sum alone.
  * A prompt's tile unpacks a block of 4 rows once for 4 tokens: each 64-element part's values and
  * spread scales of the 4 rows sit in registers while the tokens' codes pass; a one-token tile
  * walks 16 rows. Either way a block's 16 int32 sums are reduced together (cpu_tile_hsum16), and
  * Q4_K's mins and Q6_K's -32 offset meet the tokens' 16-element code sums (cpu_q8k_bsums)
  * instead of the codes. The integer sums are the row walk's and the float part runs in its
  * order, lane (row r, token t) = r T + t: the same bits. */
-/* a one-token tile reads 16 rows from memory: each asks CPU_STREAM_AHEAD ahead (cpu_stream.h) */
-static CPU_ALWAYS_INLINE void kq_ahead(const cpu_tile *k, int R, int T, int64_t b, int blk_bytes)
-{
-    if (T != 1)
-        return; /* a prompt's tiles read each row for every token tile: from the cache after the first */
-    for (int r = 0; r < R; r++)
-        for (int o = 0; o < blk_bytes; o += 64)
-            cpu_stream_ahead_rows(k->w[r], (size_t)b * blk_bytes + o, k->row_bytes, R);
-}
 /* the int16 vector of a Q4_K block's 8 scales (lanes 0..7) and mins (8..15) */
 CPU_TARGET_AVX512 static inline __m512i q4k_sm(const uint8_t *p)
 {
@@ -236,7 +189,7 @@ CPU_TARGET_AVX512 static inline __m512i q4k_sm(const uint8_t *p)
             _mm512_dpwssd_epi32(acc[4 * r + t], _mm512_maddubs_epi16(w[r], y), s[r]);              \
     }
 
-/* the values 0..63 of a Q6_K block's elements 64 part .. 64 part + 63 (as q6k_block_avx512) */
+/* the values 0..63 of a Q6_K block's elements 64 part .. 64 part + 63  */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q6k_part(const uint8_t *p, int part)
 {
     const __m512i m4 = _mm512_set1_epi8(0xF), m30 = _mm512_set1_epi8(0x30);
@@ -305,10 +258,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q4k_tile(const cpu_tile *k, int 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p[16];
         __m512i acc[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++)
-            p[r] = k->w[r] + b * FMT_Q4_K_BYTES;
-        kq_ahead(k, R, T, b, FMT_Q4_K_BYTES);
+        cpu_tile_block(k, R, T, (size_t)b * FMT_Q4_K_BYTES, FMT_Q4_K_BYTES, p);
 #pragma GCC unroll 16
         for (int o = 0; o < 16; o++)
             acc[o] = _mm512_setzero_si512();
@@ -325,7 +275,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q4k_tile(const cpu_tile *k, int 
         const __m512i imin = cpu_tile_hsum16(acc);
         const __m512 d8 = cpu_tile_scales(k, T, b);
         __m512 d, dmin;
-        cpu_tile_rows_f16x2(p, R, T, 0, &d, &dmin);
+        cpu_tile_rows_f16x2(p, R, 0, &d, &dmin);
         sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, d8), _mm512_cvtepi32_ps(isum)));
         summ = _mm512_add_ps(summ, _mm512_mul_ps(_mm512_mul_ps(dmin, d8), _mm512_cvtepi32_ps(imin)));
     }
@@ -338,11 +288,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const cpu_tile *k, int 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p[16];
         __m512i acc[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++)
-            p[r] = k->w[r] + b * FMT_Q6_K_BYTES;
-        kq_ahead(k, R, T, b, FMT_Q6_K_BYTES);
-        /* the -32 of every value: -32 sum_s scale_s bs_s, as q6k_block_avx512's maddubs of 32s */
+        cpu_tile_block(k, R, T, (size_t)b * FMT_Q6_K_BYTES, FMT_Q6_K_BYTES, p);
+        /* the -32 of every value: -32 sum_s scale_s bs_s, which the row walk's maddubs of 32s subtracts */
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -355,7 +302,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q6k_tile(const cpu_tile *k, int 
         kq_int_sums(k, FMT_Q6_K, R, T, p, b, acc);
         const __m512i isum = cpu_tile_hsum16(acc);
         __m512 unused, d; /* bytes 206..209: scales[14..15], then d */
-        cpu_tile_rows_f16x2(p, R, T, 206, &unused, &d);
+        cpu_tile_rows_f16x2(p, R, 206, &unused, &d);
         sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_mul_ps(d, cpu_tile_scales(k, T, b)), _mm512_cvtepi32_ps(isum)));
     }
     _mm512_storeu_ps(out, sum);
@@ -388,9 +335,7 @@ static float q4k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
             cpu_stream_ahead(p + o);
         int32_t isum, imin;
 #if CPU_X86
-        if (isa == CPU_ISA_AVX512)
-            q4k_block_avx512(p, q + b * QK, &isum, &imin);
-        else if (isa != CPU_ISA_SCALAR)
+        if (isa != CPU_ISA_SCALAR)
             q4k_block_avx2(p, q + b * QK, &isum, &imin);
         else
 #endif
@@ -410,9 +355,7 @@ static float q6k_row(cpu_isa isa, const uint8_t *row, const int8_t *q, const flo
             cpu_stream_ahead(p + o);
         int32_t isum;
 #if CPU_X86
-        if (isa == CPU_ISA_AVX512)
-            isum = q6k_block_avx512(p, q + b * QK);
-        else if (isa != CPU_ISA_SCALAR)
+        if (isa != CPU_ISA_SCALAR)
             isum = q6k_block_avx2(p, q + b * QK);
         else
 #endif

@@ -5,9 +5,9 @@
  * ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K do.
  *
  * Owns: those dots at each ISA level (scalar; AVX2 maddubs on 32 elements a register; AVX-512
- * on 64, and with the tokens' 16-code sums as tiles: 16 rows for one token, a decode step's
- * rows at memory speed; 4 rows x 4 tokens for a prompt, each row's block unpacked once for 4
- * tokens; docs/performance.md) and the 16-code sums of a step's Q8_K rows for them. Integer
+ * 64 elements a register as tiles of 16 sums over the tokens' 16-code sums: 16 rows for one
+ * token, a decode step's rows at memory speed; 4 rows x 4 tokens for a prompt, each row's block
+ * unpacked once for 4 tokens; docs/performance.md; without the sums, AVX-512 takes the AVX2 walk) and the 16-code sums of a step's Q8_K rows for them. Integer
  * block sums are exact and the float sums run in the same order at every level and tile, so
  * every level gives the same bits.
  */
@@ -27,7 +27,7 @@ int cpu_kq_has(uint32_t type);
  * accm += (dmin * d8) * imin, result acc - accm, where isum = sum_j sc_j sum_l q * q8 and
  * imin = sum_j m_j sum_l q8 over the block's 8 sub-blocks; Q6_K acc += (d * d8) * isum with
  * isum = sum_s scale_s sum_l (q - 32) q8 over its 16 sub-blocks. bs: the tokens' code sums
- * [n][K / 16] (cpu_q8k_bsums) or NULL. */
+ * [n][K / 16] (cpu_q8k_bsums: the AVX-512 tiles need them) or NULL. */
 void cpu_kq_dot(cpu_isa isa, uint32_t type, const uint8_t *w, int64_t K, int64_t r0, int64_t r1, const int8_t *q,
                 const float *d8, const int16_t *bs, int n, float *y, int64_t ldy);
 

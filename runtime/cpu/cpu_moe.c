@@ -40,7 +40,8 @@ size_t cpu_moe_scratch(const cpu_moe *m)
 {
     const int w = m->dim > m->eff ? m->dim : m->eff;
     return al(sizeof(float) * (size_t)w) * 2 + al((size_t)w) + al(sizeof(float) * ((size_t)w / 32 + 1)) +
-           al(sizeof(int16_t) * ((size_t)w / 16 + 1)) + al(sizeof(float) * (size_t)m->eff) * 2 + al(sizeof(float) * (size_t)m->n_expert) + al(cpu_codec_scratch(w));
+           al(sizeof(int16_t) * ((size_t)w / 16 + 1)) + al(sizeof(float) * (size_t)m->eff) * 2 +
+           al(sizeof(float) * (size_t)m->n_expert) + al(cpu_codec_scratch(w));
 }
 
 /* the scratch's parts */
@@ -70,8 +71,8 @@ static parts split(const cpu_moe *m, void *scratch)
 }
 
 /* The input as weights of type t multiply it: rounded to f16 (F16), Q8_0 blocks (qdot formats),
- * Q8_K codes and block scales (Q4_K, Q6_K: and the codes' 16-sums; TQ1_0, TQ2_0); BF16 rows round it themselves
- * (cpu_bf16_dot_rows). */
+ * Q8_K codes and block scales (Q4_K, Q6_K: and the codes' 16-sums; TQ1_0, TQ2_0); BF16 rows
+ * round it themselves (cpu_bf16_dot_rows). */
 static const float *prep(cpu_isa isa, uint32_t t, const float *x, int K, parts *s)
 {
     if (cpu_kq_has(t) || tern(t)) {

@@ -193,13 +193,14 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE __m512i q2_codes64_perm(const uint8_t
                                          0x0004000400040004, 0x0006000600060006, 0x0006000600060006);
     return _mm512_and_si512(_mm512_srlv_epi16(x, sh), _mm512_set1_epi8(3));
 }
-/* yp = a [K] in that order: yp[64 p + 16 k + 4 j + m] = a[64 p + 16 j + 4 m + k] */
-static void q2_perm(const int8_t *a, int64_t K, int8_t *yp)
+/* yp = a [K] in that order: yp[64 p + 16 k + i] = a[64 p + 4 i + k] (i < 16): within each
+ * 128-bit lane the bytes grouped by k into dwords (vpshufb), then the 4 x 4 dwords transposed */
+CPU_TARGET_AVX512 static void q2_perm(const int8_t *a, int64_t K, int8_t *yp)
 {
+    const __m512i by_k = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m512i tr = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (int64_t p = 0; p < K; p += 64)
-        for (int k = 0; k < 4; k++)
-            for (int i = 0; i < 16; i++)
-                yp[p + 16 * k + i] = a[p + 4 * i + k];
+        _mm512_storeu_si512(yp + p, _mm512_permutexvar_epi32(tr, _mm512_shuffle_epi8(_mm512_loadu_si512(a + p), by_k)));
 }
 /* minus the sums of each 4 codes of y (lanes) times 2^sh, the start of a part's products: the
  * offset of codes stored as unsigned (Q2_0: value = code - 1; Q4_0: nibble - 8; Q8_0 as u8:
@@ -216,12 +217,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const cpu_tile *k, i
     __m512 sumf = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            p[r] = k->w[r] + b * bytes;
-            if (T == 1 && (b * bytes) % 64 < bytes) /* a new line: ask for the one ahead (cpu_stream.h) */
-                cpu_stream_ahead_rows(k->w[r], (size_t)(b * bytes), k->row_bytes, R);
-        }
+        cpu_tile_block(k, R, T, (size_t)(b * bytes), (size_t)bytes, p);
         __m512 s = _mm512_setzero_ps();
         for (int part = 0; part < blk / 64; part++) {
             const int64_t e0 = b * blk + 64 * part;
@@ -251,7 +247,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q2_tile_run(const cpu_tile *k, i
             s = _mm512_add_ps(s, _mm512_mul_ps(cpu_tile_scales(k, T, e0 / CPU_QBLK + 1), _mm512_cvtepi32_ps(i1)));
         }
         __m512 dw, unused;
-        cpu_tile_rows_f16x2(p, R, T, 0, &dw, &unused);
+        cpu_tile_rows_f16x2(p, R, 0, &dw, &unused);
         sumf = _mm512_add_ps(sumf, _mm512_mul_ps(dw, s));
     }
     _mm512_storeu_ps(out, sumf);
@@ -281,12 +277,9 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const cpu_tile *k, u
     for (int64_t b = 0; b < nb; b += 2) {
         const int two = b + 1 < nb; /* block B present */
         const uint8_t *pa[16], *pb[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            pa[r] = k->w[r] + b * bytes, pb[r] = two ? pa[r] + bytes : pa[r];
-            if (T == 1 && (b * bytes) % 64 < 2 * bytes) /* a new line: ask for the one ahead (cpu_stream.h) */
-                cpu_stream_ahead_rows(k->w[r], (size_t)(b * bytes), k->row_bytes, R);
-        }
+        cpu_tile_block(k, R, T, (size_t)(b * bytes), (size_t)(two ? 2 : 1) * bytes, pa);
+        for (int r = 0; r < R; r++)
+            pb[r] = two ? pa[r] + bytes : pa[r];
         __m512i acc[16];
         const int64_t e0 = b * CPU_QBLK;
         if (T == 1) {
@@ -314,10 +307,10 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void q8_tile_run(const cpu_tile *k, u
         __m512i ia, ib;
         cpu_tile_hsum16_halves(acc, &ia, &ib);
         __m512 dwa, dwb, unused;
-        cpu_tile_rows_f16x2(pa, R, T, 0, &dwa, &unused);
+        cpu_tile_rows_f16x2(pa, R, 0, &dwa, &unused);
         sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dwa, cpu_tile_scales(k, T, b))));
         if (two) {
-            cpu_tile_rows_f16x2(pb, R, T, 0, &dwb, &unused);
+            cpu_tile_rows_f16x2(pb, R, 0, &dwb, &unused);
             sumf = _mm512_add_ps(sumf, _mm512_mul_ps(_mm512_cvtepi32_ps(ib), _mm512_mul_ps(dwb, cpu_tile_scales(k, T, b + 1))));
         }
     }

@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "cpu/cpu_isa.h"
-
-#define CPU_ALWAYS_INLINE inline __attribute__((always_inline))
+#include "cpu/cpu_stream.h"
 
 /* A tile's inputs: its rows (row_bytes apart in the matrix), its tokens' activation codes, their
  * f32 block scales and (K-quants) their 16-code sums. */
@@ -27,6 +26,23 @@ typedef struct {
     const int16_t *bs[4];
     size_t row_bytes;
 } cpu_tile;
+
+/* p[r] = row r's bytes at offset off, for the bytes off .. off + n of every row a tile reads next;
+ * a one-token tile (T 1) reads its rows from memory, so it asks for each line starting there
+ * CPU_STREAM_AHEAD ahead (cpu_stream.h); a prompt's tiles read each row for every token tile,
+ * from the cache after the first. */
+static CPU_ALWAYS_INLINE void cpu_tile_block(const cpu_tile *k, int R, int T, size_t off, size_t n, const uint8_t *p[16])
+{
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+        p[r] = k->w[r] + off;
+    if (T != 1)
+        return;
+    for (size_t o = (off + 63) & ~(size_t)63; o < off + n; o += 64)
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            cpu_stream_ahead_rows(k->w[r], o, k->row_bytes, R);
+}
 
 /* One tile over nb weight blocks: out[o] = the (row o / T, token o % T) product. */
 typedef void (*cpu_tile_fn)(const cpu_tile *k, int64_t nb, float out[16]);
@@ -146,12 +162,11 @@ static inline uint32_t cpu_tile_u32(const uint8_t *p)
 
 /* lanes o: the two f16 at byte `at` of row o / T's block p[o / T] (inserted, not stored and
  * reloaded), as floats: the first (*lo) and the second (*hi); F16C gives fmt_f16_to_f32's values.
- * R is 16 or 4 (then T is 4). */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_rows_f16x2(const uint8_t *const p[16], int R, int T, int at,
-                                                                    __m512 *lo, __m512 *hi)
+ * R is 16 (T 1) or 4 (T 4). */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void cpu_tile_rows_f16x2(const uint8_t *const p[16], int R, int at, __m512 *lo,
+                                                                    __m512 *hi)
 {
     __m512i u;
-    (void)T;
     if (R == 16)
         u = _mm512_setr_epi32((int)cpu_tile_u32(p[0] + at), (int)cpu_tile_u32(p[1] + at),
                               (int)cpu_tile_u32(p[2] + at), (int)cpu_tile_u32(p[3] + at),

@@ -167,7 +167,6 @@ CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x,
  * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
  * tiles of 2 rows by 2 tokens converting in the tile (its 16 registers hold no more sums).
  * Tile shapes are constants at each call (always inlined), so the sums stay in registers. */
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 #if CPU_X86
 
@@ -176,7 +175,7 @@ CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x,
  * share the shuffles and adds, 15 of each for 16 sums. Stage by stage, 128-bit group g holds:
  * a[k]: v[2k] (groups 0-1), v[2k + 1] (2-3) as 8 sums; b[k]: v[4k + g] as 4; c[k]: v[8k + g] and
  * v[8k + 4 + g] as 2 each; d: v[g], v[4 + g], v[8 + g], v[12 + g] as 1. */
-CPU_TARGET_AVX512 static ALWAYS_INLINE void hsum16_x16(const __m512 v[16], float out[16])
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void hsum16_x16(const __m512 v[16], float out[16])
 {
     __m512 a[8], b[4], c[2];
 #pragma GCC unroll 8
@@ -204,7 +203,7 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void hsum16_x16(const __m512 v[16], float
  * values) against tokens x [T][K] into y[t * ldy + r] */
 #define F16_ROW16(r, j) (h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + (size_t)(r) * K + (j)))) \
                            : _mm512_loadu_ps(a + (size_t)(r) * K + (j)))
-CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, const uint16_t *h, int R, const float *x,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, const uint16_t *h, int R, const float *x,
                                                             int T, int K, float *y, int64_t ldy)
 {
     __m512 s[4][3][2];
@@ -283,7 +282,7 @@ CPU_TARGET_AVX512 static ALWAYS_INLINE void f16_tile_avx512(const float *a, cons
         }                                                                                               \
     } while (0)
 
-CPU_TARGET_AVX2 static ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, const uint16_t *h1, int R, const float *x,
+CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, const uint16_t *h1, int R, const float *x,
                                                         int T, int K, float *y, int64_t ldy)
 {
     __m256 s[2][2][4]; /* [row][token][s0l, s0h, s1l, s1h] as dot_f16_avx2 */
@@ -495,7 +494,7 @@ void cpu_axpy_f16(cpu_isa isa, float a, const uint16_t *h, float *y, int n)
  * (1 + 3)), so each is that reduction's bits; 128-bit half L of the stages holds: a[k]: v[2k]
  * (half 0), v[2k + 1] (half 1) as 4 sums; b[m]: v[4m + L] and v[4m + 2 + L] as 2 each; d: v[L],
  * v[2 + L], v[4 + L], v[6 + L] as 1. */
-CPU_TARGET_AVX2 static ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float out[8])
+CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float out[8])
 {
     __m256 a[4], b[2];
 #pragma GCC unroll 4
@@ -528,7 +527,7 @@ static inline void keys_ahead(const uint16_t *h, size_t stride, int n, int j, in
 /* 16 keys at a time: each key's two sums as dot_f16_avx512 makes them (per query, the same FMAs
  * in the same order), the reductions shared; each chunk of a key's row converted once for the NQ
  * queries, whose sums stay in registers (NQ a constant of each inlined instance) */
-CPU_TARGET_AVX512 static ALWAYS_INLINE void dot_f16_keys_avx512(const uint16_t *h, size_t stride, const float *xq,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void dot_f16_keys_avx512(const uint16_t *h, size_t stride, const float *xq,
                                                                 size_t xs, const int NQ, int n, int m, float *yq,
                                                                 size_t ys)
 {
@@ -685,7 +684,7 @@ CPU_TARGET_AVX512 static void axpy_rest_avx512(const float *aq, size_t as, int n
 
 /* 64 values of each of the NQ queries' y in registers while the keys pass, each key's chunk
  * converted once for them (the FMAs of each y value key by key in order: the axpys' bits) */
-CPU_TARGET_AVX512 static ALWAYS_INLINE void axpy_f16_keys_avx512(const float *aq, size_t as, const int NQ,
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float *aq, size_t as, const int NQ,
                                                                  const uint16_t *h, size_t stride, int m, float *yq,
                                                                  size_t ys, int i0)
 {
