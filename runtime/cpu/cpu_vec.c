@@ -80,6 +80,7 @@ CPU_TARGET_AVX2 static float dot_f16_avx2(const uint16_t *h, const float *x, int
     __m256 s0l = _mm256_setzero_ps(), s0h = s0l, s1l = s0l, s1h = s0l;
     int i = 0;
     for (; i + 32 <= n; i += 32) {
+        cpu_stream_ahead(h + i);
         s0l = _mm256_fmadd_ps(f16x8(h + i), _mm256_loadu_ps(x + i), s0l);
         s0h = _mm256_fmadd_ps(f16x8(h + i + 8), _mm256_loadu_ps(x + i + 8), s0h);
         s1l = _mm256_fmadd_ps(f16x8(h + i + 16), _mm256_loadu_ps(x + i + 16), s1l);
@@ -143,6 +144,7 @@ CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x,
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     int i = 0;
     for (; i + 32 <= n; i += 32) {
+        cpu_stream_ahead(h + i); /* an LM head's rows, one after another (cpu_stream.h) */
         s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))), _mm512_loadu_ps(x + i), s0);
         s1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16))),
                              _mm512_loadu_ps(x + i + 16), s1);
