@@ -1,10 +1,9 @@
 /* cpu_vec.c - float vector primitives per ISA level (cpu_vec.h). */
 #include "cpu/cpu_vec.h"
 #include "cpu/cpu_stream.h"
+#include "format/fmt_codec.h"
 
 #include <pthread.h>
-
-#include "format/fmt_codec.h"
 
 #if CPU_X86
 #include <immintrin.h>
