@@ -45,6 +45,7 @@
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_tune.h"
+#include "cpu/cpu_q2r.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_softmax.h"
 #include "cpu/cpu_vec.h"
@@ -147,7 +148,7 @@ static void check_matmul(uint32_t type, int K, int M, int n)
         cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp, 0, parts / 2);
         cpu_codec_qp_pack(layout, (cpu_isa)isa, q, K, n, qp, parts / 2, parts);
         cpu_qact a = {K, n, q, qp, s, qs, NULL, amx};
-        const cpu_weight cw = {w, type, K, M};
+        const cpu_weight cw = {w, type, K, M, NULL};
         for (int i = 0; i < M * n; i++)
             y[i] = NAN;
         /* two row ranges, as two threads would split them */
@@ -179,12 +180,13 @@ static void check_matmul(uint32_t type, int K, int M, int n)
  * ggml-cpu's x86 quantizer rounds to even), then random matrices of each format at widths of an
  * odd number of blocks (AVX-512: Q8_0 / Q4_0 blocks in pairs and the last one alone), Q8_0 codes of
  * -128 too, 37 rows split as two threads would (12 and 25: Q2_0's AVX-512 tiles of 16 rows, a
- * short one and a full one), 1, 3 and 5 tokens (its tiles of 4 rows x 4 tokens: short, full and
- * short), outputs poisoned. */
+ * short one and a full one), 1, 3, 5, 7 and 9 tokens (its tiles of 4 rows x 4 tokens: short, full
+ * and short), outputs poisoned; Q2_0 at AVX-512 also with its rows interleaved (cpu_q2r.h: groups
+ * of 16, the last one of 5 rows, tiles of 1 to 4 tokens). */
 static void test_qdot(void **st)
 {
     (void)st;
-    enum { KMAX = 640, MM = 37, NT = 5 };
+    enum { KMAX = 640, MM = 37, NT = 9 };
     float x[NT * KMAX], xd[NT * KMAX / 32], rd[NT * KMAX / 32], y[NT * MM], yr[NT * MM];
     int8_t q[NT * KMAX], rq[NT * KMAX];
     for (int i = 0; i < NT * KMAX; i++)
@@ -210,7 +212,7 @@ static void test_qdot(void **st)
             c->encode(wf, (int64_t)K * MM, w);
             if (types[ti] == FMT_Q8_0) /* a code of -128 (a file may hold one; the encoder never writes it) */
                 w[2 + 5] = w[34 + 2] = 0x80;
-            const cpu_weight cw = {w, types[ti], K, MM};
+            const cpu_weight cw = {w, types[ti], K, MM, NULL};
             for (int n = 1; n <= NT; n += 2) {
                 for (int t = 0; t < n; t++)
                     cpu_quant_q8_0(x + t * K, K, q + t * K, xd + t * (K / 32));
@@ -226,6 +228,20 @@ static void test_qdot(void **st)
                         if (!(y[i] == yr[i]))
                             fail_msg("%s K %d n %d isa %s: y[%d] = %.9g, reference %.9g", c->name, K, n,
                                      cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
+                    if (!cpu_q2r_wants((cpu_isa)isa, &cw)) /* Q2_0 at AVX-512: the rows interleaved, too */
+                        continue;
+                    uint8_t *r16 = malloc(cpu_q2r_bytes(&cw));
+                    cpu_q2r_pack(&cw, 0, (MM + 15) / 16, r16);
+                    const cpu_weight cr = {w, types[ti], K, MM, r16};
+                    for (int i = 0; i < MM * n; i++)
+                        y[i] = NAN;
+                    cpu_qdot_rows((cpu_isa)isa, &cr, 0, 16, q, xd, n, y, MM); /* groups of 16: full, full, 5 */
+                    cpu_qdot_rows((cpu_isa)isa, &cr, 16, MM, q, xd, n, y, MM);
+                    for (int i = 0; i < MM * n; i++)
+                        if (!(y[i] == yr[i]))
+                            fail_msg("%s interleaved K %d n %d: y[%d] = %.9g, reference %.9g", c->name, K, n, i, y[i],
+                                     yr[i]);
+                    free(r16);
                 }
             }
             free(w);
@@ -252,7 +268,7 @@ static void test_qdot_wide(void **st)
     const uint32_t types[] = {FMT_Q2_0, FMT_Q2_0_G128};
     for (int ti = 0; ti < 2; ti++) {
         fmt_codec_find(types[ti])->encode(wf, (int64_t)MM * K, w);
-        const cpu_weight cw = {w, types[ti], K, MM};
+        const cpu_weight cw = {w, types[ti], K, MM, NULL};
         for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
             if (!cpu_isa_runs((cpu_isa)isa))
                 continue;
@@ -299,7 +315,7 @@ static void test_qdot_q2_twin(void **st)
     int differ = 0;
     for (int r = 0; r < MM; r++) {
         float y2[MM], d64[K];
-        const cpu_weight cw = {twin, FMT_Q2_0, K, MM};
+        const cpu_weight cw = {twin, FMT_Q2_0, K, MM, NULL};
         cpu_qdot_rows(CPU_ISA_SCALAR, &cw, r, r + 1, q, xd, 1, y2, MM);
         assert_true(y2[r] == yt[r]); /* the twin's CPU product is mainline's reference */
         assert_int_equal(fmt_decode_row(c, w, K, MM, r, wd), 0);
@@ -434,7 +450,7 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
     void *scratch = malloc(cpu_codec_scratch(K));
     for (int i = 0; i < K * n; i++)
         x[i] = frnd(2.0f) * (float)(1 + i / 256 % 3);
-    const cpu_weight cw = {w, type, K, M};
+    const cpu_weight cw = {w, type, K, M, NULL};
     for (int q8k = 0; q8k < 2; q8k++) {
         for (int t = 0; t < n; t++)
             if (q8k)
@@ -542,7 +558,7 @@ static void test_tq_q8k(void **st)
         const cpu_codec *cc = cpu_codec_find(types[ti]);
         void *scratch = malloc(cpu_codec_scratch(K));
         const cpu_qact a = {.K = K, .n = N, .q = q, .qp = q, .bs = d};
-        const cpu_weight cw = {w, types[ti], K, M};
+        const cpu_weight cw = {w, types[ti], K, M, NULL};
         ref_bitlinear_tq_q8k((int)types[ti], w, K, M, q, d, N, yr, NULL);
         for (int isa = 0; isa < CPU_ISA_COUNT; isa++) { /* integer block sums: every level exact */
             if (!cpu_isa_runs((cpu_isa)isa))
@@ -668,7 +684,7 @@ static void test_f16_dot(void **st)
                 w[i] = fmt_f32_to_f16(frnd(1.0f));
             for (int i = 0; i < K * NT; i++)
                 x[i] = frnd(4.0f);
-            const cpu_weight cw = {(const uint8_t *)w, FMT_F16, K, V};
+            const cpu_weight cw = {(const uint8_t *)w, FMT_F16, K, V, NULL};
             const cpu_codec *c = cpu_codec_find(FMT_F16);
             void *scratch = malloc(cpu_codec_scratch(K));
             for (int t = 0; t < NT; t++) /* one token at a time (the fused one-token dot) */
@@ -878,7 +894,7 @@ static void test_bf16_dot(void **st)
                     w[i] = fmt_f32_to_bf16(frnd(1.0f));
                 for (int i = 0; i < K * N; i++)
                     x[i] = frnd(4.0f);
-                const cpu_weight cw = {(const uint8_t *)w, FMT_BF16, K, V};
+                const cpu_weight cw = {(const uint8_t *)w, FMT_BF16, K, V, NULL};
                 for (int i = 0; i < V * N; i++)
                     y[i] = NAN;
                 for (int t = 0; t < N; t++) { /* the level's product, dp asked for or not */
@@ -927,7 +943,7 @@ static void test_q8_dot(void **st)
     for (int v = 0; v < V; v++)
         q8->encode(src + (size_t)v * K, K, blob + (size_t)v * (K / 32) * q8->blk_bytes);
     void *scratch = malloc(cpu_codec_scratch(K));
-    const cpu_weight cw = {blob, FMT_Q8_0, K, V};
+    const cpu_weight cw = {blob, FMT_Q8_0, K, V, NULL};
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;

@@ -308,8 +308,8 @@ static void test_kernel_vs_ref(void **state)
         ex[2] = random_tensor(dt, F, D, NE, &seed);
         const bool sig = ti % 2, clamp = ti % 3 == 2; /* clamp: the clamped SwiGLU at 0.25, which
                                                         * these products (|.| up to ~2) pass often */
-        const cpu_weight wr = {router, rt, D, NE}, w0 = {ex[0], gt, D, (int64_t)F * NE},
-                         w1 = {ex[1], ut, D, (int64_t)F * NE}, w2 = {ex[2], dt, F, (int64_t)D * NE};
+        const cpu_weight wr = {router, rt, D, NE, NULL}, w0 = {ex[0], gt, D, (int64_t)F * NE, NULL},
+                         w1 = {ex[1], ut, D, (int64_t)F * NE, NULL}, w2 = {ex[2], dt, F, (int64_t)D * NE, NULL};
         const cpu_moe m = {.router = &wr, .exp = {&w0, &w1, &w2}, .act = cpu_act_find(clamp ? "silu_clamp" : "silu"),
                            .act_p = {0.25f}, .dim = D, .eff = F, .n_expert = NE, .k = K, .sigmoid = sig, .norm = !sig};
         assert_null(cpu_moe_check(&m));

@@ -48,7 +48,7 @@ static int bind_tensor(cpu_engine *e, int t, int L, char *err)
     }
     cpu_weight *w = &e->w[t * e->n_layers + L];
     /* a 3-D tensor (experts) as the 2-D matrix of its stacked rows */
-    *w = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] * gt->ne[2] : 1};
+    *w = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] * gt->ne[2] : 1, NULL};
     if (w->ne1 == 1 && gt->n_dims == 1) {
         float **v = &e->vec[t * e->n_layers + L];
         if (gt->type == FMT_F32) {
@@ -416,6 +416,10 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             cpu_engine_close(e);
             return -1;
         }
+    if (fits && cpu_repack_open(e, o->mlock, err)) {
+        cpu_engine_close(e);
+        return -1;
+    }
     const char *amx_env = getenv("TERNION_CPU_AMX");
     e->amx = !(amx_env && !strcmp(amx_env, "0")) && cpu_amx_ready(); /* off: no permission asked */
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
@@ -432,6 +436,7 @@ void cpu_engine_close(cpu_engine *e)
     if (!e)
         return;
     cpu_pool_destroy(e->pool);
+    cpu_repack_close(e);
     for (uint32_t v = 0; e->val && v < e->cs->n_values; v++)
         free(e->val[v]);
     for (size_t i = 0; e->vec_owned && i < (size_t)e->d->n_tensors * e->n_layers; i++)

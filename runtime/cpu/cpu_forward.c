@@ -424,7 +424,8 @@ static void moe_slot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     for (int64_t j = lo; j < hi; j++) {
         const int i = e->moe_round[j];
         for (int p = 0; p < 3; p++) {
-            w[p] = (cpu_weight){cpu_xcache_part(e->xc, e->moe_slot[i], p), m.exp[p]->type, m.exp[p]->ne0, rows[p]};
+            w[p] = (cpu_weight){cpu_xcache_part(e->xc, e->moe_slot[i], p), m.exp[p]->type, m.exp[p]->ne0, rows[p],
+                                NULL};
             m.exp[p] = &w[p];
         }
         cpu_moe_expert(e->isa, &m, 0, IN0(e, so) + (i / m.k) * m.dim, e->moe_d + (size_t)i * m.dim,

@@ -84,6 +84,6 @@ int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err)
         snprintf(err, RT_ERR_LEN, "out of memory for the %s head copy's rows", f->name);
         return -1;
     }
-    e->head_copy = (cpu_weight){j.out, type, w->ne0, w->ne1};
+    e->head_copy = (cpu_weight){j.out, type, w->ne0, w->ne1, NULL};
     return 0;
 }

@@ -96,7 +96,7 @@ static void gemv(cpu_isa isa, const cpu_weight *w, int64_t r0, int rows, const f
 {
     const int64_t ne[4] = {w->ne0, 1, 1, 1};
     const size_t rb = (size_t)fmt_nbytes(w->type, ne, NULL);
-    const cpu_weight sub = {w->data + rb * (size_t)r0, w->type, w->ne0, rows};
+    const cpu_weight sub = {w->data + rb * (size_t)r0, w->type, w->ne0, rows, NULL};
     if (cpu_qdot_has(w->type))
         cpu_qdot_rows(isa, &sub, 0, rows, s->q, s->qd, 1, y, rows);
     else if (cpu_kq_has(w->type))

@@ -50,7 +50,7 @@ static int bind(const rt_model_desc *d, const rt_gguf *g, int t, int L, cpu_weig
         snprintf(err, RT_ERR_LEN, "--cpu-moe: tensor %s is not in %s", name, g->path);
         return -1;
     }
-    *out = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] * gt->ne[2] : 1};
+    *out = (cpu_weight){gt->data, gt->type, gt->ne[0], gt->n_dims > 1 ? gt->ne[1] * gt->ne[2] : 1, NULL};
     return 0;
 }
 
