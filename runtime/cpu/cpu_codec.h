@@ -21,7 +21,7 @@ typedef struct {
     const uint8_t *data; /* the tensor's bytes (the mapping) */
     uint32_t type;       /* GGUF type id */
     int64_t ne0, ne1;    /* row length, rows */
-    const uint8_t *r16;  /* the rows interleaved by 16 (cpu_q2r.h), made at load; NULL: none */
+    const uint8_t *r16;  /* the rows interleaved by 16 (cpu_r16.h), made at load; NULL: none */
 } cpu_weight;
 
 typedef struct {

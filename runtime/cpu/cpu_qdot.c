@@ -11,7 +11,7 @@
  * bits (tests/test_cpu.c checks them against tests/ref).
  */
 #include "cpu/cpu_qdot.h"
-#include "cpu/cpu_q2r.h"
+#include "cpu/cpu_r16.h"
 #include "cpu/cpu_stream.h"
 #include "cpu/cpu_tile16.h"
 
@@ -362,8 +362,8 @@ void cpu_qdot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, con
     if (!f)
         return;
 #if CPU_X86
-    if (isa == CPU_ISA_AVX512 && w->r16 && r0 % CPU_Q2R_ROWS == 0) {
-        cpu_q2r_rows(w, r0, r1, q, ds, n, y, ldy);
+    if (isa == CPU_ISA_AVX512 && w->r16 && r0 % CPU_R16_ROWS == 0) {
+        cpu_r16_rows(w, r0, r1, q, ds, n, y, ldy);
         return;
     }
     if (isa == CPU_ISA_AVX512 &&

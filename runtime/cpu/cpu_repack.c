@@ -1,12 +1,13 @@
 /* cpu_repack.c - the copies of matrices the CPU engine makes at load in a layout its kernels
- * read faster than the file's: today Q2_0 / Q2_0_G128 rows interleaved by 16 (cpu_q2r.h) for
- * the AVX-512 products of `linear` ops and the LM head (Ternary-Bonsai's matrices).
+ * read faster than the file's: today Q8_0, Q4_0, Q2_0 and Q2_0_G128 rows interleaved by 16
+ * (cpu_r16.h) for the AVX-512 products of `linear` ops and the LM head.
  *
  * Owns: which weights get a copy (every layer's matrix of a linear or lm_head op that the layout
  * serves at the engine's level; none with TERNION_CPU_REPACK=0), making them over the thread
  * pool, handing the mapping's pages of those matrices back to the kernel (the products read only
- * the copy; a tied embedding's rows fault back in from the file when a token needs one), and
- * freeing the copies at close.
+ * the copy, so the weights are not held twice; a tied embedding's rows fault back in from the
+ * file when a token needs one), and freeing the copies at close. Experts of a moe op keep the
+ * file's layout (their rows are read a few at a time, by the tiles of cpu_qdot.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_engine_priv.h"
-#include "cpu/cpu_q2r.h"
+#include "cpu/cpu_r16.h"
 
 typedef struct {
     const cpu_weight *w;
@@ -26,8 +27,8 @@ static void pack_main(void *arg, int ith, int nth)
 {
     const pack_job *j = arg;
     int64_t lo, hi;
-    cpu_pool_range((j->w->ne1 + CPU_Q2R_ROWS - 1) / CPU_Q2R_ROWS, ith, nth, 1, &lo, &hi);
-    cpu_q2r_pack(j->w, lo, hi, j->out);
+    cpu_pool_range((j->w->ne1 + CPU_R16_ROWS - 1) / CPU_R16_ROWS, ith, nth, 1, &lo, &hi);
+    cpu_r16_pack(j->w, lo, hi, j->out);
 }
 
 /* the whole pages inside w's bytes, dropped from this process (MADV_DONTNEED: a file mapping's
@@ -52,9 +53,9 @@ int cpu_repack_open(cpu_engine *e, bool keep_pages, char *err)
             continue;
         for (int L = 0; L < (e->d->tensors[so->tensor].per_layer ? e->n_layers : 1); L++) {
             cpu_weight *w = &e->w[so->tensor * e->n_layers + L];
-            if (w->r16 || !cpu_q2r_wants(e->isa, w))
+            if (w->r16 || !cpu_r16_wants(e->isa, w))
                 continue;
-            const size_t n = cpu_q2r_bytes(w);
+            const size_t n = cpu_r16_bytes(w);
             uint8_t *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
             if (!p) {
                 snprintf(err, RT_ERR_LEN, "%s: out of memory for its matrices' interleaved copy (%.1f MiB; "
