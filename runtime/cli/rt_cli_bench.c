@@ -578,8 +578,8 @@ static void report(const rt_cli_opts *o, const char *name, const char *path, con
            r->layers, r->vocab, r->n_ctx);
     printf("device:      %s [%s], driver %s\n", r->device, r->dev_type, r->driver);
     if (r->cpu_backend)
-        printf("cpu:         %d threads for decode, %d for prompts; resident set %.1f MiB (weights read in place "
-               "from the file mapping)\n", r->n_threads, r->n_threads_batch, r->rss_bytes / 1048576.0);
+        printf("cpu:         %d threads for decode, %d for prompts; resident set %.1f MiB (weights read from the "
+               "file mapping or from the copies made at load)\n", r->n_threads, r->n_threads_batch, r->rss_bytes / 1048576.0);
     if (r->xc.xc_slots && r->xc.xc_tokens)
         printf("experts:     --expert-cache %d MiB: %d slots (%.0f%% of the experts' bytes); decode: %.1f%% hits, "
                "%.2f MB read from the file and %.3f ms stalled per token\n", o->expert_cache, r->xc.xc_slots,
