@@ -1136,6 +1136,42 @@ static void test_qlinear_vs_reference(void **st)
 {
     (void)st;
     variant_vs_reference("tests/data/q-linear-tiny.yaml", "build/test-e2e-qlinear.gguf", 23, linear_rule);
+    /* the CPU backend with its interleaved copies of these matrices (runtime/cpu/cpu_r16.c, made
+     * at AVX-512) and with the file's layout (TERNION_CPU_REPACK=0): the same bits, prompt and
+     * decode (two threads: rows split at 16) */
+    char err[RT_ERR_LEN] = "", gguf[400];
+    const char *bd_env = getenv("TERNION_BUILD");
+    snprintf(gguf, sizeof gguf, "%s/test-e2e-qlinear.gguf", bd_env && *bd_env ? bd_env : "build");
+    const built_desc *bd = desc_of("tests/data/q-linear-tiny.yaml", true, err);
+    if (!bd)
+        fail_msg("%s", err);
+    const rt_engine_opts o = {.model_path = gguf, .device_index = -1, .n_ctx = 256, .n_batch = 128,
+                              .backend = RT_BACKEND_CPU, .n_threads = 2, .n_threads_batch = 2};
+    int32_t ids[20];
+    float *l[2][2];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            setenv("TERNION_CPU_REPACK", "0", 1);
+        rt_engine *e = NULL;
+        if (rt_engine_open(&bd->d.desc, &o, &e, err))
+            fail_msg("%s", err);
+        const int vocab = rt_engine_vocab(e);
+        for (int i = 0; i < 20; i++)
+            ids[i] = (i * 37 + 11) % vocab;
+        l[pass][0] = malloc(sizeof(float) * 20 * (size_t)vocab);
+        l[pass][1] = malloc(sizeof(float) * 20 * (size_t)vocab);
+        if (rt_engine_eval(e, ids, 20, 0, l[pass][0], err))
+            fail_msg("%s", err);
+        decode_rows(e, ids, 20, vocab, l[pass][1]);
+        if (pass) {
+            assert_memory_equal(l[0][0], l[1][0], sizeof(float) * 20 * (size_t)vocab);
+            assert_memory_equal(l[0][1], l[1][1], sizeof(float) * 20 * (size_t)vocab);
+        }
+        rt_engine_close(e);
+    }
+    unsetenv("TERNION_CPU_REPACK");
+    for (int i = 0; i < 4; i++)
+        free(l[i / 2][i % 2]);
 }
 
 /* linear_rule for a model with BF16 matrices: the activations of a BF16 matrix are rounded to
