@@ -416,7 +416,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             cpu_engine_close(e);
             return -1;
         }
-    if (fits && cpu_repack_open(e, o->mlock, err)) {
+    if (fits && !o->mlock && cpu_repack_open(e, err)) { /* --mlock: the weights locked in place */
         cpu_engine_close(e);
         return -1;
     }

@@ -159,9 +159,9 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
 int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err);
 uint64_t cpu_head_bytes(const cpu_weight *w);
 
-/* The matrices' copies in the layouts the kernels read faster (cpu_repack.c; keep_pages: the
- * mapping's pages stay, as --mlock locked them); -1 with err when memory runs out. */
-int cpu_repack_open(cpu_engine *e, bool keep_pages, char *err);
+/* The matrices' copies in the layouts the kernels read faster (cpu_repack.c); -1 with err when
+ * memory runs out. */
+int cpu_repack_open(cpu_engine *e, char *err);
 void cpu_repack_close(cpu_engine *e);
 
 /* --expert-cache MiB (cpu_engine_experts.c): e->xc over the moe op's stacked experts; 0 when

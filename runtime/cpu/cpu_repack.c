@@ -3,10 +3,11 @@
  * (cpu_r16.h) for the AVX-512 products of `linear` ops and the LM head.
  *
  * Owns: which weights get a copy (every layer's matrix of a linear or lm_head op that the layout
- * serves at the engine's level; none with TERNION_CPU_REPACK=0), making them over the thread
- * pool, handing the mapping's pages of those matrices back to the kernel (the products read only
- * the copy, so the weights are not held twice; a tied embedding's rows fault back in from the
- * file when a token needs one), and freeing the copies at close. Experts of a moe op keep the
+ * serves at the engine's level; none with TERNION_CPU_REPACK=0 or --mlock, whose weights stay
+ * locked in place), making them over the thread pool, handing the mapping's pages of those
+ * matrices back to the kernel (the products read only the copy, so the weights are not held
+ * twice; a tied embedding's rows fault back in from the file when a token needs one), and
+ * freeing the copies at close. Experts of a moe op keep the
  * file's layout (their rows are read a few at a time, by the tiles of cpu_qdot.c).
  */
 #include <stdio.h>
@@ -41,7 +42,7 @@ static void drop_pages(const cpu_weight *w, size_t bytes)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-int cpu_repack_open(cpu_engine *e, bool keep_pages, char *err)
+int cpu_repack_open(cpu_engine *e, char *err)
 {
     const char *env = getenv("TERNION_CPU_REPACK");
     if (env && !strcmp(env, "0"))
@@ -65,9 +66,8 @@ int cpu_repack_open(cpu_engine *e, bool keep_pages, char *err)
             pack_job j = {w, p};
             cpu_pool_run(e->pool, pack_main, &j, 0);
             w->r16 = p;
-            if (!keep_pages)
-                drop_pages(w, (size_t)(w->ne0 / fmt_codec_find(w->type)->blk) * fmt_codec_find(w->type)->blk_bytes *
-                                  (size_t)w->ne1);
+            drop_pages(w, (size_t)(w->ne0 / fmt_codec_find(w->type)->blk) * fmt_codec_find(w->type)->blk_bytes *
+                              (size_t)w->ne1);
         }
     }
     return 0;
