@@ -280,10 +280,7 @@ static void attention_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
 static void add_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
-    const float *a = IN0(e, so), *b = IN1(e, so);
-    float *y = OUT(e, so);
-    for (int64_t i = lo; i < hi; i++)
-        y[i] = a[i] + b[i];
+    cpu_add(IN0(e, so) + lo, IN1(e, so) + lo, hi - lo, OUT(e, so) + lo);
 }
 
 static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)

@@ -58,6 +58,9 @@ typedef struct {
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
                    int head_dim, int h0, int h1, float *scratch, float *out);
 
+/* y[i] = a[i] + b[i] (y may be a or b) */
+void cpu_add(const float *a, const float *b, int64_t n, float *y);
+
 /* The gated activations y = act(a) * b, by the name the generator writes (the YAML op's
  * "<name>_mul"); each row's C expression matches gen/gen_act.c's reference expression. p:
  * the op's parameter values (rt_cpu_op.param, in the row's order; unused by most rows). */
