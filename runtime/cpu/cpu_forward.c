@@ -326,8 +326,7 @@ static void linear_bias(const cpu_run *r, const cpu_step_op *so, int64_t lo, int
     const int M = WIDTH(r->e, so->op->out);
     float *y = OUT(r->e, so);
     for (int t = 0; t < r->s->n; t++)
-        for (int64_t i = lo; i < hi; i++)
-            y[(size_t)t * M + i] += b[i];
+        cpu_add(y + (size_t)t * M + lo, b + lo, hi - lo, y + (size_t)t * M + lo);
 }
 
 static void linear_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
