@@ -540,6 +540,8 @@ static void check_norm(const gen_graph *g, const gen_kop *kop, bool decode)
 /* The decode kernels read their rows 4 bytes (gemv_vec 0) or 16 bytes (1) per lane, or 4 bytes
  * against the activation codes staged in shared memory (2); + 16 g: 2^g rows per subgroup at
  * once (sgs / 2^g lanes a row; at 4-lane subgroups and g = 2, one lane a row). */
+static bool s_coopmat_build; /* the matrix tile's DSL_COOPMAT build runs: its messages say so */
+
 static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *knp, bool decode)
 {
     kern kn = *knp;
@@ -598,7 +600,10 @@ static void check_bitlinear_run(const gen_graph *g, const gen_kop *kop, kern *kn
                      "part %d (M %d, K %d%s, %u rows a subgroup, %u subgroups a row, %u row slots, %s %u x %u)", p, M[p],
                      K, (gemv_vec & 15) == 1 ? ", 16-byte loads" : (gemv_vec & 15) == 2 ? ", shared codes" : "",
                      1u << ((gemv_vec >> 4) & 15), 1u << ((gemv_vec >> 8) & 15), RT_DECODE_ROWS << (gemv_vec >> 12),
-                     rt_tile_at(tile).mma ? "matrix tile" : "tile", 16u * rt_tile_at(tile).rows,
+                     s_coopmat_build         ? "cooperative-matrix tile"
+                     : rt_tile_at(tile).mma ? "matrix tile"
+                                            : "tile",
+                     16u * rt_tile_at(tile).rows,
                      16u * rt_tile_at(tile).toks);
             /* rule: the int32 sums are exact, then float(acc) / s * ws: Vulkan's 2.5 ulp for `/`
              * + 0.5 for `*` = 3 * 2^-24 = 1.8e-7 per element, one more 2^-24 for the residual add
@@ -690,7 +695,9 @@ static void check_bitlinear(const gen_graph *g, const gen_kop *kop, bool decode)
         if (dsl_compile_coopmat(kn.k, &kn.spv, &kn.spv_bytes) != 0)
             fail_msg("%s", dsl_error(kn.k));
         kern_respec(&kn, 0, RT_TILE_MMA_AT);
+        s_coopmat_build = true;
         check_bitlinear_run(g, kop, &kn, decode);
+        s_coopmat_build = false;
     }
     kern_free(&kn);
 }

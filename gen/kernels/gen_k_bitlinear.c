@@ -525,7 +525,11 @@ static dsl_expr bl_shared_mem(dsl_kernel *k, gen_bl_ctx *c, bool reduce)
         /* TILE_MMA: the cooperative-matrix tile's C (64 rows x 32 tokens a matrix); its A and B
          * staging fit in wsh and ash at its 4 x 2 tile (8 words a row / a token) */
         c->tile_mma = dsl_spec_const(k, "TILE_MMA", DSL_U32, RT_SPEC_TILE_MMA, rt_tile_at(0).mma);
-        c->csh = dsl_shared_spec(k, "csh", DSL_I32, 1, nw * 64 * 32, c->tile_mma);
+        /* 4 ints at least, not 1: every shared array of the kernel a multiple of 16 bytes, so
+         * wherever the driver places them the cooperative-matrix loads and stores start 16-byte
+         * aligned, as GL_NV_cooperative_matrix requires (a start 4 bytes off is one candidate
+         * for the build's wrong sums on NVIDIA, docs/performance.md) */
+        c->csh = dsl_shared_spec(k, "csh", DSL_I32, 4, nw * 64 * 32, c->tile_mma);
         dsl_mma_setup(k, c->wsh, 8, c->ash, 8, c->csh, 64, 2 * nw);
     }
     if (c->shq) /* GEMV_SHQ: the workgroup copies the K/4 code words once, then reads them there */

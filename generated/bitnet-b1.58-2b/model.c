@@ -21,17 +21,17 @@ static const rt_kernel_desc kernels[27] = {
     {"lm_head_norm_q8_n2560_decode_argmax", spv_lm_head_norm_q8_n2560_decode_argmax, sizeof(spv_lm_head_norm_q8_n2560_decode_argmax), NULL, 0, NULL, 0, 13316, 256, 0, {0}},
     {"embed_f16_n2560", spv_embed_f16_n2560, sizeof(spv_embed_f16_n2560), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n2560", spv_norm_quant_n2560, sizeof(spv_norm_quant_n2560), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m2560_m640_m640_k2560_batch", spv_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_dot_bitlinear_multi_m2560_m640_m640_k2560_batch), spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch, sizeof(spv_mma_bitlinear_multi_m2560_m640_m640_k2560_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n640_f16", spv_rope_kv_n640_f16, sizeof(spv_rope_kv_n640_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h20_kv5_d128_f16_g4_t4", spv_attention_rope_h20_kv5_d128_f16_g4_t4, sizeof(spv_attention_rope_h20_kv5_d128_f16_g4_t4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
-    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), spv_mma_bitlinear_res_m2560_k2560_batch, sizeof(spv_mma_bitlinear_res_m2560_k2560_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), spv_mma_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_mma_bitlinear_glu_relu2_m6912_k2560_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m2560_k2560_batch", spv_bitlinear_res_m2560_k2560_batch, sizeof(spv_bitlinear_res_m2560_k2560_batch), spv_dot_bitlinear_res_m2560_k2560_batch, sizeof(spv_dot_bitlinear_res_m2560_k2560_batch), spv_mma_bitlinear_res_m2560_k2560_batch, sizeof(spv_mma_bitlinear_res_m2560_k2560_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_relu2_m6912_k2560_batch", spv_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_bitlinear_glu_relu2_m6912_k2560_batch), spv_dot_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_dot_bitlinear_glu_relu2_m6912_k2560_batch), spv_mma_bitlinear_glu_relu2_m6912_k2560_batch, sizeof(spv_mma_bitlinear_glu_relu2_m6912_k2560_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"norm_quant_n6912", spv_norm_quant_n6912, sizeof(spv_norm_quant_n6912), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), spv_mma_bitlinear_res_m2560_k6912_batch, sizeof(spv_mma_bitlinear_res_m2560_k6912_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m2560_k6912_batch", spv_bitlinear_res_m2560_k6912_batch, sizeof(spv_bitlinear_res_m2560_k6912_batch), spv_dot_bitlinear_res_m2560_k6912_batch, sizeof(spv_dot_bitlinear_res_m2560_k6912_batch), spv_mma_bitlinear_res_m2560_k6912_batch, sizeof(spv_mma_bitlinear_res_m2560_k6912_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n2560", spv_rmsnorm_n2560, sizeof(spv_rmsnorm_n2560), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n2560_batch", spv_lm_head_f16_n2560_batch, sizeof(spv_lm_head_f16_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n2560_batch", spv_lm_head_q8_n2560_batch, sizeof(spv_lm_head_q8_n2560_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -381,13 +381,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n2560_decode_argmax glsl-fnv64:e2126178b44af833\n"
     "kernel embed_f16_n2560 glsl-fnv64:96d3d7596db389d8\n"
     "kernel norm_quant_n2560 glsl-fnv64:2681c17354d1c315\n"
-    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:aa8a7ee3ae1dad19 +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m2560_m640_m640_k2560_batch glsl-fnv64:7605d93c96ae72d6 +native-dot +coopmat\n"
     "kernel rope_kv_n640_f16 glsl-fnv64:f805378af0088c5d\n"
     "kernel attention_rope_h20_kv5_d128_f16_g4_t4 glsl-fnv64:d72ff10672294301\n"
-    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:64f085a27b5dbfa2 +native-dot +coopmat\n"
-    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:925fbf833eb2790f +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2560_k2560_batch glsl-fnv64:4f0c75a93d048601 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_relu2_m6912_k2560_batch glsl-fnv64:e5d91fa2481f676a +native-dot +coopmat\n"
     "kernel norm_quant_n6912 glsl-fnv64:e8296cea8af06b8a\n"
-    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:dc13dff0afe82789 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2560_k6912_batch glsl-fnv64:7364bb2c18ce1732 +native-dot +coopmat\n"
     "kernel rmsnorm_n2560 glsl-fnv64:87b4c5ef2b3afad4\n"
     "kernel lm_head_f16_n2560_batch glsl-fnv64:93a25f9c7e72e11d\n"
     "kernel lm_head_q8_n2560_batch glsl-fnv64:270d57b8db5fca2a\n"

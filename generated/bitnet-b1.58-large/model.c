@@ -21,17 +21,17 @@ static const rt_kernel_desc kernels[24] = {
     {"lm_head_norm_q8_n1536_decode_argmax", spv_lm_head_norm_q8_n1536_decode_argmax, sizeof(spv_lm_head_norm_q8_n1536_decode_argmax), NULL, 0, NULL, 0, 9220, 256, 0, {0}},
     {"embed_f16_n1536", spv_embed_f16_n1536, sizeof(spv_embed_f16_n1536), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m1536_m1536_m1536_k1536_batch", spv_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_bitlinear_multi_m1536_m1536_m1536_k1536_batch), spv_dot_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_dot_bitlinear_multi_m1536_m1536_m1536_k1536_batch), spv_mma_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_mma_bitlinear_multi_m1536_m1536_m1536_k1536_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m1536_m1536_m1536_k1536_batch", spv_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_bitlinear_multi_m1536_m1536_m1536_k1536_batch), spv_dot_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_dot_bitlinear_multi_m1536_m1536_m1536_k1536_batch), spv_mma_bitlinear_multi_m1536_m1536_m1536_k1536_batch, sizeof(spv_mma_bitlinear_multi_m1536_m1536_m1536_k1536_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n1536_f16", spv_rope_kv_n1536_f16, sizeof(spv_rope_kv_n1536_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h16_kv16_d96_f16_t16", spv_attention_rope_h16_kv16_d96_f16_t16, sizeof(spv_attention_rope_h16_kv16_d96_f16_t16), NULL, 0, NULL, 0, 9280, 96, 0, {0}},
-    {"bitlinear_res_m1536_k1536_batch", spv_bitlinear_res_m1536_k1536_batch, sizeof(spv_bitlinear_res_m1536_k1536_batch), spv_dot_bitlinear_res_m1536_k1536_batch, sizeof(spv_dot_bitlinear_res_m1536_k1536_batch), spv_mma_bitlinear_res_m1536_k1536_batch, sizeof(spv_mma_bitlinear_res_m1536_k1536_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m4096_k1536_batch", spv_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_bitlinear_glu_silu_m4096_k1536_batch), spv_dot_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_dot_bitlinear_glu_silu_m4096_k1536_batch), spv_mma_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_mma_bitlinear_glu_silu_m4096_k1536_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m1536_k1536_batch", spv_bitlinear_res_m1536_k1536_batch, sizeof(spv_bitlinear_res_m1536_k1536_batch), spv_dot_bitlinear_res_m1536_k1536_batch, sizeof(spv_dot_bitlinear_res_m1536_k1536_batch), spv_mma_bitlinear_res_m1536_k1536_batch, sizeof(spv_mma_bitlinear_res_m1536_k1536_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_silu_m4096_k1536_batch", spv_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_bitlinear_glu_silu_m4096_k1536_batch), spv_dot_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_dot_bitlinear_glu_silu_m4096_k1536_batch), spv_mma_bitlinear_glu_silu_m4096_k1536_batch, sizeof(spv_mma_bitlinear_glu_silu_m4096_k1536_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"norm_quant_n4096", spv_norm_quant_n4096, sizeof(spv_norm_quant_n4096), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m1536_k4096_batch", spv_bitlinear_res_m1536_k4096_batch, sizeof(spv_bitlinear_res_m1536_k4096_batch), spv_dot_bitlinear_res_m1536_k4096_batch, sizeof(spv_dot_bitlinear_res_m1536_k4096_batch), spv_mma_bitlinear_res_m1536_k4096_batch, sizeof(spv_mma_bitlinear_res_m1536_k4096_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m1536_k4096_batch", spv_bitlinear_res_m1536_k4096_batch, sizeof(spv_bitlinear_res_m1536_k4096_batch), spv_dot_bitlinear_res_m1536_k4096_batch, sizeof(spv_dot_bitlinear_res_m1536_k4096_batch), spv_mma_bitlinear_res_m1536_k4096_batch, sizeof(spv_mma_bitlinear_res_m1536_k4096_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n1536", spv_rmsnorm_n1536, sizeof(spv_rmsnorm_n1536), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n1536_batch", spv_lm_head_f16_n1536_batch, sizeof(spv_lm_head_f16_n1536_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n1536_batch", spv_lm_head_q8_n1536_batch, sizeof(spv_lm_head_q8_n1536_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -324,13 +324,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n1536_decode_argmax glsl-fnv64:91cd646d81a67237\n"
     "kernel embed_f16_n1536 glsl-fnv64:f3ed729b416e2e90\n"
     "kernel norm_quant_n1536 glsl-fnv64:7a6c6c811d4b7440\n"
-    "kernel bitlinear_multi_m1536_m1536_m1536_k1536_batch glsl-fnv64:32068616d129654c +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m1536_m1536_m1536_k1536_batch glsl-fnv64:d6588efcbdb66347 +native-dot +coopmat\n"
     "kernel rope_kv_n1536_f16 glsl-fnv64:45b19a9f6568aaab\n"
     "kernel attention_rope_h16_kv16_d96_f16_t16 glsl-fnv64:bc9c23251b74d6a8\n"
-    "kernel bitlinear_res_m1536_k1536_batch glsl-fnv64:a28ca3f4d759c81f +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m4096_k1536_batch glsl-fnv64:f9e26bb84c01ea2e +native-dot +coopmat\n"
+    "kernel bitlinear_res_m1536_k1536_batch glsl-fnv64:ac3d8eef00c57e38 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m4096_k1536_batch glsl-fnv64:30b395a4dc321229 +native-dot +coopmat\n"
     "kernel norm_quant_n4096 glsl-fnv64:4dfa81b3a8578870\n"
-    "kernel bitlinear_res_m1536_k4096_batch glsl-fnv64:b51dda0290892eca +native-dot +coopmat\n"
+    "kernel bitlinear_res_m1536_k4096_batch glsl-fnv64:b9659fe1d07b80a1 +native-dot +coopmat\n"
     "kernel rmsnorm_n1536 glsl-fnv64:3a362065a9df4f65\n"
     "kernel lm_head_f16_n1536_batch glsl-fnv64:ce07e8df425a3830\n"
     "kernel lm_head_q8_n1536_batch glsl-fnv64:c332517d1170d2bd\n"

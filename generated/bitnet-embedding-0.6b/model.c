@@ -24,20 +24,20 @@ static const rt_kernel_desc kernels[27] = {
     {"lm_head_norm_f16_n1024_decode_argmax", spv_lm_head_norm_f16_n1024_decode_argmax, sizeof(spv_lm_head_norm_f16_n1024_decode_argmax), NULL, 0, NULL, 0, 7172, 256, 0, {0}},
     {"lm_head_norm_q8_n1024_decode_argmax", spv_lm_head_norm_q8_n1024_decode_argmax, sizeof(spv_lm_head_norm_q8_n1024_decode_argmax), NULL, 0, NULL, 0, 7172, 256, 0, {0}},
     {"norm_quant_n1024", spv_norm_quant_n1024, sizeof(spv_norm_quant_n1024), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_m2048_k1024_batch", spv_bitlinear_m2048_k1024_batch, sizeof(spv_bitlinear_m2048_k1024_batch), spv_dot_bitlinear_m2048_k1024_batch, sizeof(spv_dot_bitlinear_m2048_k1024_batch), spv_mma_bitlinear_m2048_k1024_batch, sizeof(spv_mma_bitlinear_m2048_k1024_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_m1024_k1024_batch", spv_bitlinear_m1024_k1024_batch, sizeof(spv_bitlinear_m1024_k1024_batch), spv_dot_bitlinear_m1024_k1024_batch, sizeof(spv_dot_bitlinear_m1024_k1024_batch), spv_mma_bitlinear_m1024_k1024_batch, sizeof(spv_mma_bitlinear_m1024_k1024_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_m2048_k1024_batch", spv_bitlinear_m2048_k1024_batch, sizeof(spv_bitlinear_m2048_k1024_batch), spv_dot_bitlinear_m2048_k1024_batch, sizeof(spv_dot_bitlinear_m2048_k1024_batch), spv_mma_bitlinear_m2048_k1024_batch, sizeof(spv_mma_bitlinear_m2048_k1024_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_m1024_k1024_batch", spv_bitlinear_m1024_k1024_batch, sizeof(spv_bitlinear_m1024_k1024_batch), spv_dot_bitlinear_m1024_k1024_batch, sizeof(spv_dot_bitlinear_m1024_k1024_batch), spv_mma_bitlinear_m1024_k1024_batch, sizeof(spv_mma_bitlinear_m1024_k1024_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h16_kv8_d128_f16_g2_t8", spv_attention_rope_h16_kv8_d128_f16_g2_t8, sizeof(spv_attention_rope_h16_kv8_d128_f16_g2_t8), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"norm_quant_n2048", spv_norm_quant_n2048, sizeof(spv_norm_quant_n2048), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m1024_k2048_batch", spv_bitlinear_res_m1024_k2048_batch, sizeof(spv_bitlinear_res_m1024_k2048_batch), spv_dot_bitlinear_res_m1024_k2048_batch, sizeof(spv_dot_bitlinear_res_m1024_k2048_batch), spv_mma_bitlinear_res_m1024_k2048_batch, sizeof(spv_mma_bitlinear_res_m1024_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_m3072_k1024_batch", spv_bitlinear_m3072_k1024_batch, sizeof(spv_bitlinear_m3072_k1024_batch), spv_dot_bitlinear_m3072_k1024_batch, sizeof(spv_dot_bitlinear_m3072_k1024_batch), spv_mma_bitlinear_m3072_k1024_batch, sizeof(spv_mma_bitlinear_m3072_k1024_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m1024_k2048_batch", spv_bitlinear_res_m1024_k2048_batch, sizeof(spv_bitlinear_res_m1024_k2048_batch), spv_dot_bitlinear_res_m1024_k2048_batch, sizeof(spv_dot_bitlinear_res_m1024_k2048_batch), spv_mma_bitlinear_res_m1024_k2048_batch, sizeof(spv_mma_bitlinear_res_m1024_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_m3072_k1024_batch", spv_bitlinear_m3072_k1024_batch, sizeof(spv_bitlinear_m3072_k1024_batch), spv_dot_bitlinear_m3072_k1024_batch, sizeof(spv_dot_bitlinear_m3072_k1024_batch), spv_mma_bitlinear_m3072_k1024_batch, sizeof(spv_mma_bitlinear_m3072_k1024_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"norm_quant_n3072", spv_norm_quant_n3072, sizeof(spv_norm_quant_n3072), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m1024_k3072_batch", spv_bitlinear_res_m1024_k3072_batch, sizeof(spv_bitlinear_res_m1024_k3072_batch), spv_dot_bitlinear_res_m1024_k3072_batch, sizeof(spv_dot_bitlinear_res_m1024_k3072_batch), spv_mma_bitlinear_res_m1024_k3072_batch, sizeof(spv_mma_bitlinear_res_m1024_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m1024_k3072_batch", spv_bitlinear_res_m1024_k3072_batch, sizeof(spv_bitlinear_res_m1024_k3072_batch), spv_dot_bitlinear_res_m1024_k3072_batch, sizeof(spv_dot_bitlinear_res_m1024_k3072_batch), spv_mma_bitlinear_res_m1024_k3072_batch, sizeof(spv_mma_bitlinear_res_m1024_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"lm_head_f16_n1024_batch", spv_lm_head_f16_n1024_batch, sizeof(spv_lm_head_f16_n1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n1024_batch", spv_lm_head_q8_n1024_batch, sizeof(spv_lm_head_q8_n1024_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
@@ -418,15 +418,15 @@ static const char manifest[] =
     "kernel lm_head_norm_f16_n1024_decode_argmax glsl-fnv64:1bb49180e2d0ef08\n"
     "kernel lm_head_norm_q8_n1024_decode_argmax glsl-fnv64:225aec3cf0d83a1d\n"
     "kernel norm_quant_n1024 glsl-fnv64:defc17d97953cbc4\n"
-    "kernel bitlinear_m2048_k1024_batch glsl-fnv64:76941589e900d766 +native-dot +coopmat\n"
-    "kernel bitlinear_m1024_k1024_batch glsl-fnv64:d4fc129e15441459 +native-dot +coopmat\n"
+    "kernel bitlinear_m2048_k1024_batch glsl-fnv64:6f334e9707702fc5 +native-dot +coopmat\n"
+    "kernel bitlinear_m1024_k1024_batch glsl-fnv64:a75224ad31efcaf6 +native-dot +coopmat\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:1d97042ce1ac6f84\n"
     "kernel attention_rope_h16_kv8_d128_f16_g2_t8 glsl-fnv64:18f4b8851f1733e3\n"
     "kernel norm_quant_n2048 glsl-fnv64:6d50b3be3e0ce8bc\n"
-    "kernel bitlinear_res_m1024_k2048_batch glsl-fnv64:cc941735b51afd15 +native-dot +coopmat\n"
-    "kernel bitlinear_m3072_k1024_batch glsl-fnv64:6eb99f4a83392b7e +native-dot +coopmat\n"
+    "kernel bitlinear_res_m1024_k2048_batch glsl-fnv64:ce0cef2df0404a02 +native-dot +coopmat\n"
+    "kernel bitlinear_m3072_k1024_batch glsl-fnv64:ef64f30e382b2f95 +native-dot +coopmat\n"
     "kernel norm_quant_n3072 glsl-fnv64:c5d11da68678df40\n"
-    "kernel bitlinear_res_m1024_k3072_batch glsl-fnv64:195b51608680a5ca +native-dot +coopmat\n"
+    "kernel bitlinear_res_m1024_k3072_batch glsl-fnv64:ff7fa5873b5e5075 +native-dot +coopmat\n"
     "kernel lm_head_f16_n1024_batch glsl-fnv64:d74d2ded97fe9b30\n"
     "kernel lm_head_q8_n1024_batch glsl-fnv64:0223d3f39a0774dd\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"

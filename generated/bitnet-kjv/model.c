@@ -21,17 +21,17 @@ static const rt_kernel_desc kernels[29] = {
     {"lm_head_norm_q8_n256_decode_argmax", spv_lm_head_norm_q8_n256_decode_argmax, sizeof(spv_lm_head_norm_q8_n256_decode_argmax), NULL, 0, NULL, 0, 4100, 256, 0, {0}},
     {"embed_f16_n256", spv_embed_f16_n256, sizeof(spv_embed_f16_n256), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n256", spv_norm_quant_n256, sizeof(spv_norm_quant_n256), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), spv_mma_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_mma_bitlinear_multi_m256_m128_m128_k256_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m256_m128_m128_k256_batch", spv_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_bitlinear_multi_m256_m128_m128_k256_batch), spv_dot_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_dot_bitlinear_multi_m256_m128_m128_k256_batch), spv_mma_bitlinear_multi_m256_m128_m128_k256_batch, sizeof(spv_mma_bitlinear_multi_m256_m128_m128_k256_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h4_kv2_d64_f16_g2_t8", spv_attention_rope_h4_kv2_d64_f16_g2_t8, sizeof(spv_attention_rope_h4_kv2_d64_f16_g2_t8), NULL, 0, NULL, 0, 6208, 64, 0, {0}},
-    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), spv_mma_bitlinear_res_m256_k256_batch, sizeof(spv_mma_bitlinear_res_m256_k256_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), spv_mma_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_mma_bitlinear_glu_relu2_m768_k256_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m256_k256_batch", spv_bitlinear_res_m256_k256_batch, sizeof(spv_bitlinear_res_m256_k256_batch), spv_dot_bitlinear_res_m256_k256_batch, sizeof(spv_dot_bitlinear_res_m256_k256_batch), spv_mma_bitlinear_res_m256_k256_batch, sizeof(spv_mma_bitlinear_res_m256_k256_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_relu2_m768_k256_batch", spv_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_bitlinear_glu_relu2_m768_k256_batch), spv_dot_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_dot_bitlinear_glu_relu2_m768_k256_batch), spv_mma_bitlinear_glu_relu2_m768_k256_batch, sizeof(spv_mma_bitlinear_glu_relu2_m768_k256_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"norm_quant_n768", spv_norm_quant_n768, sizeof(spv_norm_quant_n768), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), spv_mma_bitlinear_res_m256_k768_batch, sizeof(spv_mma_bitlinear_res_m256_k768_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m256_k768_batch", spv_bitlinear_res_m256_k768_batch, sizeof(spv_bitlinear_res_m256_k768_batch), spv_dot_bitlinear_res_m256_k768_batch, sizeof(spv_dot_bitlinear_res_m256_k768_batch), spv_mma_bitlinear_res_m256_k768_batch, sizeof(spv_mma_bitlinear_res_m256_k768_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n256", spv_rmsnorm_n256, sizeof(spv_rmsnorm_n256), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n256_batch", spv_lm_head_f16_n256_batch, sizeof(spv_lm_head_f16_n256_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n256_batch", spv_lm_head_q8_n256_batch, sizeof(spv_lm_head_q8_n256_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -446,13 +446,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n256_decode_argmax glsl-fnv64:331b96b31db532b6\n"
     "kernel embed_f16_n256 glsl-fnv64:c2961fc7b1ed06fa\n"
     "kernel norm_quant_n256 glsl-fnv64:ac7b2558619612de\n"
-    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:b0ed229e126138ac +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m256_m128_m128_k256_batch glsl-fnv64:5a77642a51fe2907 +native-dot +coopmat\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:7deda5f06cceee1a\n"
     "kernel attention_rope_h4_kv2_d64_f16_g2_t8 glsl-fnv64:5d887aeb13b2ec81\n"
-    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:f2ca4d9ee1aec0a6 +native-dot +coopmat\n"
-    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:10d5a5e9d9effe6c +native-dot +coopmat\n"
+    "kernel bitlinear_res_m256_k256_batch glsl-fnv64:bd155c604f15a0a1 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_relu2_m768_k256_batch glsl-fnv64:1e28cd2fd798e391 +native-dot +coopmat\n"
     "kernel norm_quant_n768 glsl-fnv64:9de8896bf3e48144\n"
-    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:99d9392dc79589a0 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m256_k768_batch glsl-fnv64:1c2f0ac07ec57153 +native-dot +coopmat\n"
     "kernel rmsnorm_n256 glsl-fnv64:83deacba9747b979\n"
     "kernel lm_head_f16_n256_batch glsl-fnv64:f6aedc71eb113101\n"
     "kernel lm_head_q8_n256_batch glsl-fnv64:82877332d8c996d4\n"

@@ -21,17 +21,17 @@ static const rt_kernel_desc kernels[27] = {
     {"lm_head_norm_q8_n512_decode_argmax", spv_lm_head_norm_q8_n512_decode_argmax, sizeof(spv_lm_head_norm_q8_n512_decode_argmax), NULL, 0, NULL, 0, 5124, 256, 0, {0}},
     {"embed_f16_n512", spv_embed_f16_n512, sizeof(spv_embed_f16_n512), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n512", spv_norm_quant_n512, sizeof(spv_norm_quant_n512), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), spv_mma_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_mma_bitlinear_multi_m512_m128_m128_k512_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m512_m128_m128_k512_batch", spv_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_bitlinear_multi_m512_m128_m128_k512_batch), spv_dot_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_dot_bitlinear_multi_m512_m128_m128_k512_batch), spv_mma_bitlinear_multi_m512_m128_m128_k512_batch, sizeof(spv_mma_bitlinear_multi_m512_m128_m128_k512_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n128_f16", spv_rope_kv_n128_f16, sizeof(spv_rope_kv_n128_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h8_kv2_d64_f16_g4_t4", spv_attention_rope_h8_kv2_d64_f16_g4_t4, sizeof(spv_attention_rope_h8_kv2_d64_f16_g4_t4), NULL, 0, NULL, 0, 6208, 64, 0, {0}},
-    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), spv_mma_bitlinear_res_m512_k512_batch, sizeof(spv_mma_bitlinear_res_m512_k512_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), spv_mma_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_mma_bitlinear_glu_relu2_m1536_k512_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m512_k512_batch", spv_bitlinear_res_m512_k512_batch, sizeof(spv_bitlinear_res_m512_k512_batch), spv_dot_bitlinear_res_m512_k512_batch, sizeof(spv_dot_bitlinear_res_m512_k512_batch), spv_mma_bitlinear_res_m512_k512_batch, sizeof(spv_mma_bitlinear_res_m512_k512_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_relu2_m1536_k512_batch", spv_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_bitlinear_glu_relu2_m1536_k512_batch), spv_dot_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_dot_bitlinear_glu_relu2_m1536_k512_batch), spv_mma_bitlinear_glu_relu2_m1536_k512_batch, sizeof(spv_mma_bitlinear_glu_relu2_m1536_k512_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"norm_quant_n1536", spv_norm_quant_n1536, sizeof(spv_norm_quant_n1536), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), spv_mma_bitlinear_res_m512_k1536_batch, sizeof(spv_mma_bitlinear_res_m512_k1536_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m512_k1536_batch", spv_bitlinear_res_m512_k1536_batch, sizeof(spv_bitlinear_res_m512_k1536_batch), spv_dot_bitlinear_res_m512_k1536_batch, sizeof(spv_dot_bitlinear_res_m512_k1536_batch), spv_mma_bitlinear_res_m512_k1536_batch, sizeof(spv_mma_bitlinear_res_m512_k1536_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n512", spv_rmsnorm_n512, sizeof(spv_rmsnorm_n512), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n512_batch", spv_lm_head_f16_n512_batch, sizeof(spv_lm_head_f16_n512_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n512_batch", spv_lm_head_q8_n512_batch, sizeof(spv_lm_head_q8_n512_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -381,13 +381,13 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n512_decode_argmax glsl-fnv64:d2066a814c389ac4\n"
     "kernel embed_f16_n512 glsl-fnv64:5040e225e7ab0dae\n"
     "kernel norm_quant_n512 glsl-fnv64:afbf2445887879e8\n"
-    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:1312f258ac95c3fb +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m512_m128_m128_k512_batch glsl-fnv64:fbddc4b4fd248384 +native-dot +coopmat\n"
     "kernel rope_kv_n128_f16 glsl-fnv64:7deda5f06cceee1a\n"
     "kernel attention_rope_h8_kv2_d64_f16_g4_t4 glsl-fnv64:e52eabe96ae8a7c5\n"
-    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:ced367ba9aed5059 +native-dot +coopmat\n"
-    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:398f5085145a32a8 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m512_k512_batch glsl-fnv64:4e7ad6bba7b4d562 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_relu2_m1536_k512_batch glsl-fnv64:a625e44faba9f0f1 +native-dot +coopmat\n"
     "kernel norm_quant_n1536 glsl-fnv64:7a6c6c811d4b7440\n"
-    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:081fd68edcbe3dd0 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m512_k1536_batch glsl-fnv64:49c7dd30a1435957 +native-dot +coopmat\n"
     "kernel rmsnorm_n512 glsl-fnv64:59778f2fe5e0cece\n"
     "kernel lm_head_f16_n512_batch glsl-fnv64:dfbaf513272a5f8e\n"
     "kernel lm_head_q8_n512_batch glsl-fnv64:9dd0fed6913e3e11\n"

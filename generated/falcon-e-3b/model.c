@@ -21,18 +21,18 @@ static const rt_kernel_desc kernels[25] = {
     {"lm_head_norm_q8_n2048_decode_argmax", spv_lm_head_norm_q8_n2048_decode_argmax, sizeof(spv_lm_head_norm_q8_n2048_decode_argmax), NULL, 0, NULL, 0, 11268, 256, 0, {0}},
     {"embed_f16_n2048", spv_embed_f16_n2048, sizeof(spv_embed_f16_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n2048", spv_norm_quant_n2048, sizeof(spv_norm_quant_n2048), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m2048_m256_m256_k2048_batch", spv_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_bitlinear_multi_m2048_m256_m256_k2048_batch), spv_dot_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_dot_bitlinear_multi_m2048_m256_m256_k2048_batch), spv_mma_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_mma_bitlinear_multi_m2048_m256_m256_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m2048_m256_m256_k2048_batch", spv_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_bitlinear_multi_m2048_m256_m256_k2048_batch), spv_dot_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_dot_bitlinear_multi_m2048_m256_m256_k2048_batch), spv_mma_bitlinear_multi_m2048_m256_m256_k2048_batch, sizeof(spv_mma_bitlinear_multi_m2048_m256_m256_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n256_f16", spv_rope_kv_n256_f16, sizeof(spv_rope_kv_n256_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h16_kv2_d128_f16_g8_t2", spv_attention_rope_h16_kv2_d128_f16_g8_t2, sizeof(spv_attention_rope_h16_kv2_d128_f16_g8_t2), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"quant_n2048", spv_quant_n2048, sizeof(spv_quant_n2048), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2048_k2048_batch", spv_bitlinear_res_m2048_k2048_batch, sizeof(spv_bitlinear_res_m2048_k2048_batch), spv_dot_bitlinear_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_res_m2048_k2048_batch), spv_mma_bitlinear_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_res_m2048_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m13312_k2048_batch", spv_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_bitlinear_glu_silu_m13312_k2048_batch), spv_dot_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_dot_bitlinear_glu_silu_m13312_k2048_batch), spv_mma_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_mma_bitlinear_glu_silu_m13312_k2048_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m2048_k2048_batch", spv_bitlinear_res_m2048_k2048_batch, sizeof(spv_bitlinear_res_m2048_k2048_batch), spv_dot_bitlinear_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_res_m2048_k2048_batch), spv_mma_bitlinear_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_res_m2048_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_silu_m13312_k2048_batch", spv_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_bitlinear_glu_silu_m13312_k2048_batch), spv_dot_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_dot_bitlinear_glu_silu_m13312_k2048_batch), spv_mma_bitlinear_glu_silu_m13312_k2048_batch, sizeof(spv_mma_bitlinear_glu_silu_m13312_k2048_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_n13312", spv_quant_n13312, sizeof(spv_quant_n13312), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2048_k13312_batch", spv_bitlinear_res_m2048_k13312_batch, sizeof(spv_bitlinear_res_m2048_k13312_batch), spv_dot_bitlinear_res_m2048_k13312_batch, sizeof(spv_dot_bitlinear_res_m2048_k13312_batch), spv_mma_bitlinear_res_m2048_k13312_batch, sizeof(spv_mma_bitlinear_res_m2048_k13312_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m2048_k13312_batch", spv_bitlinear_res_m2048_k13312_batch, sizeof(spv_bitlinear_res_m2048_k13312_batch), spv_dot_bitlinear_res_m2048_k13312_batch, sizeof(spv_dot_bitlinear_res_m2048_k13312_batch), spv_mma_bitlinear_res_m2048_k13312_batch, sizeof(spv_mma_bitlinear_res_m2048_k13312_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n2048", spv_rmsnorm_n2048, sizeof(spv_rmsnorm_n2048), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n2048_batch", spv_lm_head_f16_n2048_batch, sizeof(spv_lm_head_f16_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n2048_batch", spv_lm_head_q8_n2048_batch, sizeof(spv_lm_head_q8_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -320,14 +320,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n2048_decode_argmax glsl-fnv64:4971a51e06b8ce00\n"
     "kernel embed_f16_n2048 glsl-fnv64:77edce881b301f5a\n"
     "kernel norm_quant_n2048 glsl-fnv64:19b4208e0a473d4b\n"
-    "kernel bitlinear_multi_m2048_m256_m256_k2048_batch glsl-fnv64:9c4dec35096e319a +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m2048_m256_m256_k2048_batch glsl-fnv64:a426278c766cc8dd +native-dot +coopmat\n"
     "kernel rope_kv_n256_f16 glsl-fnv64:ed34b528d5678119\n"
     "kernel attention_rope_h16_kv2_d128_f16_g8_t2 glsl-fnv64:cbe56f3572ea9f74\n"
     "kernel quant_n2048 glsl-fnv64:33a4e70d5883a65e\n"
-    "kernel bitlinear_res_m2048_k2048_batch glsl-fnv64:1b861de2a44d4e0f +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m13312_k2048_batch glsl-fnv64:34ba3640ca2d2416 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2048_k2048_batch glsl-fnv64:d2c8855341552d60 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m13312_k2048_batch glsl-fnv64:1f8b7f4451db52dd +native-dot +coopmat\n"
     "kernel quant_n13312 glsl-fnv64:82943008d8386220\n"
-    "kernel bitlinear_res_m2048_k13312_batch glsl-fnv64:efd5679e8483f944 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2048_k13312_batch glsl-fnv64:898e6ec589243c87 +native-dot +coopmat\n"
     "kernel rmsnorm_n2048 glsl-fnv64:a990c65ceca3e1e2\n"
     "kernel lm_head_f16_n2048_batch glsl-fnv64:9af065f029cc39fd\n"
     "kernel lm_head_q8_n2048_batch glsl-fnv64:7444e8928dd9d26b\n"

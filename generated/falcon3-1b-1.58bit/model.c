@@ -21,18 +21,18 @@ static const rt_kernel_desc kernels[25] = {
     {"lm_head_norm_q8_n2048_decode_argmax", spv_lm_head_norm_q8_n2048_decode_argmax, sizeof(spv_lm_head_norm_q8_n2048_decode_argmax), NULL, 0, NULL, 0, 11268, 256, 0, {0}},
     {"embed_f16_n2048", spv_embed_f16_n2048, sizeof(spv_embed_f16_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n2048", spv_norm_quant_n2048, sizeof(spv_norm_quant_n2048), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m2048_m1024_m1024_k2048_batch", spv_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_bitlinear_multi_m2048_m1024_m1024_k2048_batch), spv_dot_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_dot_bitlinear_multi_m2048_m1024_m1024_k2048_batch), spv_mma_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_mma_bitlinear_multi_m2048_m1024_m1024_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m2048_m1024_m1024_k2048_batch", spv_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_bitlinear_multi_m2048_m1024_m1024_k2048_batch), spv_dot_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_dot_bitlinear_multi_m2048_m1024_m1024_k2048_batch), spv_mma_bitlinear_multi_m2048_m1024_m1024_k2048_batch, sizeof(spv_mma_bitlinear_multi_m2048_m1024_m1024_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h8_kv4_d256_f16_g2_t5", spv_attention_rope_h8_kv4_d256_f16_g2_t5, sizeof(spv_attention_rope_h8_kv4_d256_f16_g2_t5), NULL, 0, NULL, 0, 15400, 256, 0, {0}},
     {"quant_n2048", spv_quant_n2048, sizeof(spv_quant_n2048), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2048_k2048_batch", spv_bitlinear_res_m2048_k2048_batch, sizeof(spv_bitlinear_res_m2048_k2048_batch), spv_dot_bitlinear_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_res_m2048_k2048_batch), spv_mma_bitlinear_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_res_m2048_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m8192_k2048_batch", spv_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_bitlinear_glu_silu_m8192_k2048_batch), spv_dot_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_dot_bitlinear_glu_silu_m8192_k2048_batch), spv_mma_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_mma_bitlinear_glu_silu_m8192_k2048_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m2048_k2048_batch", spv_bitlinear_res_m2048_k2048_batch, sizeof(spv_bitlinear_res_m2048_k2048_batch), spv_dot_bitlinear_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_res_m2048_k2048_batch), spv_mma_bitlinear_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_res_m2048_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_silu_m8192_k2048_batch", spv_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_bitlinear_glu_silu_m8192_k2048_batch), spv_dot_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_dot_bitlinear_glu_silu_m8192_k2048_batch), spv_mma_bitlinear_glu_silu_m8192_k2048_batch, sizeof(spv_mma_bitlinear_glu_silu_m8192_k2048_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_n8192", spv_quant_n8192, sizeof(spv_quant_n8192), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m2048_k8192_batch", spv_bitlinear_res_m2048_k8192_batch, sizeof(spv_bitlinear_res_m2048_k8192_batch), spv_dot_bitlinear_res_m2048_k8192_batch, sizeof(spv_dot_bitlinear_res_m2048_k8192_batch), spv_mma_bitlinear_res_m2048_k8192_batch, sizeof(spv_mma_bitlinear_res_m2048_k8192_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m2048_k8192_batch", spv_bitlinear_res_m2048_k8192_batch, sizeof(spv_bitlinear_res_m2048_k8192_batch), spv_dot_bitlinear_res_m2048_k8192_batch, sizeof(spv_dot_bitlinear_res_m2048_k8192_batch), spv_mma_bitlinear_res_m2048_k8192_batch, sizeof(spv_mma_bitlinear_res_m2048_k8192_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n2048", spv_rmsnorm_n2048, sizeof(spv_rmsnorm_n2048), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n2048_batch", spv_lm_head_f16_n2048_batch, sizeof(spv_lm_head_f16_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n2048_batch", spv_lm_head_q8_n2048_batch, sizeof(spv_lm_head_q8_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -320,14 +320,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n2048_decode_argmax glsl-fnv64:2619a8dc0993c761\n"
     "kernel embed_f16_n2048 glsl-fnv64:77edce881b301f5a\n"
     "kernel norm_quant_n2048 glsl-fnv64:6d50b3be3e0ce8bc\n"
-    "kernel bitlinear_multi_m2048_m1024_m1024_k2048_batch glsl-fnv64:6867f7697ddd9d60 +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m2048_m1024_m1024_k2048_batch glsl-fnv64:0eb3214a23a8dd73 +native-dot +coopmat\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:057e3e57a93c1cc1\n"
     "kernel attention_rope_h8_kv4_d256_f16_g2_t5 glsl-fnv64:6de994b200b2e9eb\n"
     "kernel quant_n2048 glsl-fnv64:33a4e70d5883a65e\n"
-    "kernel bitlinear_res_m2048_k2048_batch glsl-fnv64:1b861de2a44d4e0f +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m8192_k2048_batch glsl-fnv64:1c8b79de48fe896b +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2048_k2048_batch glsl-fnv64:d2c8855341552d60 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m8192_k2048_batch glsl-fnv64:1d33c45668f54084 +native-dot +coopmat\n"
     "kernel quant_n8192 glsl-fnv64:5679d5c90346f3dc\n"
-    "kernel bitlinear_res_m2048_k8192_batch glsl-fnv64:d59a7091ff6f925e +native-dot +coopmat\n"
+    "kernel bitlinear_res_m2048_k8192_batch glsl-fnv64:9b10eb9fe7069585 +native-dot +coopmat\n"
     "kernel rmsnorm_n2048 glsl-fnv64:21aeba45cee21f89\n"
     "kernel lm_head_f16_n2048_batch glsl-fnv64:9af065f029cc39fd\n"
     "kernel lm_head_q8_n2048_batch glsl-fnv64:7444e8928dd9d26b\n"

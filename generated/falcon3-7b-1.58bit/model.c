@@ -21,18 +21,18 @@ static const rt_kernel_desc kernels[25] = {
     {"lm_head_norm_q8_n3072_decode_argmax", spv_lm_head_norm_q8_n3072_decode_argmax, sizeof(spv_lm_head_norm_q8_n3072_decode_argmax), NULL, 0, NULL, 0, 15364, 256, 0, {0}},
     {"embed_f16_n3072", spv_embed_f16_n3072, sizeof(spv_embed_f16_n3072), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n3072", spv_norm_quant_n3072, sizeof(spv_norm_quant_n3072), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m3072_m1024_m1024_k3072_batch", spv_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_bitlinear_multi_m3072_m1024_m1024_k3072_batch), spv_dot_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_dot_bitlinear_multi_m3072_m1024_m1024_k3072_batch), spv_mma_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_mma_bitlinear_multi_m3072_m1024_m1024_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m3072_m1024_m1024_k3072_batch", spv_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_bitlinear_multi_m3072_m1024_m1024_k3072_batch), spv_dot_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_dot_bitlinear_multi_m3072_m1024_m1024_k3072_batch), spv_mma_bitlinear_multi_m3072_m1024_m1024_k3072_batch, sizeof(spv_mma_bitlinear_multi_m3072_m1024_m1024_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h12_kv4_d256_f16_g3_t3", spv_attention_rope_h12_kv4_d256_f16_g3_t3, sizeof(spv_attention_rope_h12_kv4_d256_f16_g3_t3), NULL, 0, NULL, 0, 13860, 256, 0, {0}},
     {"quant_n3072", spv_quant_n3072, sizeof(spv_quant_n3072), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m3072_k3072_batch", spv_bitlinear_res_m3072_k3072_batch, sizeof(spv_bitlinear_res_m3072_k3072_batch), spv_dot_bitlinear_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_res_m3072_k3072_batch), spv_mma_bitlinear_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_res_m3072_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m23040_k3072_batch", spv_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_bitlinear_glu_silu_m23040_k3072_batch), spv_dot_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_dot_bitlinear_glu_silu_m23040_k3072_batch), spv_mma_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_mma_bitlinear_glu_silu_m23040_k3072_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m3072_k3072_batch", spv_bitlinear_res_m3072_k3072_batch, sizeof(spv_bitlinear_res_m3072_k3072_batch), spv_dot_bitlinear_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_res_m3072_k3072_batch), spv_mma_bitlinear_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_res_m3072_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_silu_m23040_k3072_batch", spv_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_bitlinear_glu_silu_m23040_k3072_batch), spv_dot_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_dot_bitlinear_glu_silu_m23040_k3072_batch), spv_mma_bitlinear_glu_silu_m23040_k3072_batch, sizeof(spv_mma_bitlinear_glu_silu_m23040_k3072_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_n23040", spv_quant_n23040, sizeof(spv_quant_n23040), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m3072_k23040_batch", spv_bitlinear_res_m3072_k23040_batch, sizeof(spv_bitlinear_res_m3072_k23040_batch), spv_dot_bitlinear_res_m3072_k23040_batch, sizeof(spv_dot_bitlinear_res_m3072_k23040_batch), spv_mma_bitlinear_res_m3072_k23040_batch, sizeof(spv_mma_bitlinear_res_m3072_k23040_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m3072_k23040_batch", spv_bitlinear_res_m3072_k23040_batch, sizeof(spv_bitlinear_res_m3072_k23040_batch), spv_dot_bitlinear_res_m3072_k23040_batch, sizeof(spv_dot_bitlinear_res_m3072_k23040_batch), spv_mma_bitlinear_res_m3072_k23040_batch, sizeof(spv_mma_bitlinear_res_m3072_k23040_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n3072", spv_rmsnorm_n3072, sizeof(spv_rmsnorm_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n3072_batch", spv_lm_head_f16_n3072_batch, sizeof(spv_lm_head_f16_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n3072_batch", spv_lm_head_q8_n3072_batch, sizeof(spv_lm_head_q8_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -320,14 +320,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n3072_decode_argmax glsl-fnv64:cd2fedc37fd9e821\n"
     "kernel embed_f16_n3072 glsl-fnv64:110d798127ffb6fe\n"
     "kernel norm_quant_n3072 glsl-fnv64:c5d11da68678df40\n"
-    "kernel bitlinear_multi_m3072_m1024_m1024_k3072_batch glsl-fnv64:7b76e4ee838eb162 +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m3072_m1024_m1024_k3072_batch glsl-fnv64:6aeaaec53649faa5 +native-dot +coopmat\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:057e3e57a93c1cc1\n"
     "kernel attention_rope_h12_kv4_d256_f16_g3_t3 glsl-fnv64:d4f5b69ad1d6d60c\n"
     "kernel quant_n3072 glsl-fnv64:46b620bb44c42ad8\n"
-    "kernel bitlinear_res_m3072_k3072_batch glsl-fnv64:4ddeaad3efc72b01 +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m23040_k3072_batch glsl-fnv64:673d62f44faf37f8 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m3072_k3072_batch glsl-fnv64:8ab6f24fb21899aa +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m23040_k3072_batch glsl-fnv64:694998ec431a7f53 +native-dot +coopmat\n"
     "kernel quant_n23040 glsl-fnv64:7ca48e077f1de38f\n"
-    "kernel bitlinear_res_m3072_k23040_batch glsl-fnv64:9ab6abd047564aa3 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m3072_k23040_batch glsl-fnv64:7676a8a0aa24b4d8 +native-dot +coopmat\n"
     "kernel rmsnorm_n3072 glsl-fnv64:5f77a21c29dca17a\n"
     "kernel lm_head_f16_n3072_batch glsl-fnv64:78bfda3adcab1491\n"
     "kernel lm_head_q8_n3072_batch glsl-fnv64:be8e8c864c85c8f0\n"

@@ -22,18 +22,18 @@ static const rt_kernel_desc kernels[25] = {
     {"lm_head_q8_n4096_decode_argmax", spv_lm_head_q8_n4096_decode_argmax, sizeof(spv_lm_head_q8_n4096_decode_argmax), NULL, 0, NULL, 0, 2052, 256, 0, {0}},
     {"embed_f16_n4096", spv_embed_f16_n4096, sizeof(spv_embed_f16_n4096), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_n4096", spv_norm_quant_n4096, sizeof(spv_norm_quant_n4096), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_multi_m4096_m1024_m1024_k4096_batch", spv_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_bitlinear_multi_m4096_m1024_m1024_k4096_batch), spv_dot_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_dot_bitlinear_multi_m4096_m1024_m1024_k4096_batch), spv_mma_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_mma_bitlinear_multi_m4096_m1024_m1024_k4096_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_multi_m4096_m1024_m1024_k4096_batch", spv_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_bitlinear_multi_m4096_m1024_m1024_k4096_batch), spv_dot_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_dot_bitlinear_multi_m4096_m1024_m1024_k4096_batch), spv_mma_bitlinear_multi_m4096_m1024_m1024_k4096_batch, sizeof(spv_mma_bitlinear_multi_m4096_m1024_m1024_k4096_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n1024_f16", spv_rope_kv_n1024_f16, sizeof(spv_rope_kv_n1024_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h32_kv8_d128_f16_g4_t4", spv_attention_rope_h32_kv8_d128_f16_g4_t4, sizeof(spv_attention_rope_h32_kv8_d128_f16_g4_t4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"quant_n4096", spv_quant_n4096, sizeof(spv_quant_n4096), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m4096_k4096_batch", spv_bitlinear_res_m4096_k4096_batch, sizeof(spv_bitlinear_res_m4096_k4096_batch), spv_dot_bitlinear_res_m4096_k4096_batch, sizeof(spv_dot_bitlinear_res_m4096_k4096_batch), spv_mma_bitlinear_res_m4096_k4096_batch, sizeof(spv_mma_bitlinear_res_m4096_k4096_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_glu_silu_m14336_k4096_batch", spv_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_bitlinear_glu_silu_m14336_k4096_batch), spv_dot_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_dot_bitlinear_glu_silu_m14336_k4096_batch), spv_mma_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_mma_bitlinear_glu_silu_m14336_k4096_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_res_m4096_k4096_batch", spv_bitlinear_res_m4096_k4096_batch, sizeof(spv_bitlinear_res_m4096_k4096_batch), spv_dot_bitlinear_res_m4096_k4096_batch, sizeof(spv_dot_bitlinear_res_m4096_k4096_batch), spv_mma_bitlinear_res_m4096_k4096_batch, sizeof(spv_mma_bitlinear_res_m4096_k4096_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_glu_silu_m14336_k4096_batch", spv_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_bitlinear_glu_silu_m14336_k4096_batch), spv_dot_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_dot_bitlinear_glu_silu_m14336_k4096_batch), spv_mma_bitlinear_glu_silu_m14336_k4096_batch, sizeof(spv_mma_bitlinear_glu_silu_m14336_k4096_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_n14336", spv_quant_n14336, sizeof(spv_quant_n14336), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
-    {"bitlinear_res_m4096_k14336_batch", spv_bitlinear_res_m4096_k14336_batch, sizeof(spv_bitlinear_res_m4096_k14336_batch), spv_dot_bitlinear_res_m4096_k14336_batch, sizeof(spv_dot_bitlinear_res_m4096_k14336_batch), spv_mma_bitlinear_res_m4096_k14336_batch, sizeof(spv_mma_bitlinear_res_m4096_k14336_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_res_m4096_k14336_batch", spv_bitlinear_res_m4096_k14336_batch, sizeof(spv_bitlinear_res_m4096_k14336_batch), spv_dot_bitlinear_res_m4096_k14336_batch, sizeof(spv_dot_bitlinear_res_m4096_k14336_batch), spv_mma_bitlinear_res_m4096_k14336_batch, sizeof(spv_mma_bitlinear_res_m4096_k14336_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"lm_head_f16_n4096_batch", spv_lm_head_f16_n4096_batch, sizeof(spv_lm_head_f16_n4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n4096_batch", spv_lm_head_q8_n4096_batch, sizeof(spv_lm_head_q8_n4096_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336", spv_chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336, sizeof(spv_chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336), spv_dot_chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336, sizeof(spv_dot_chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336), NULL, 0, 28696, 256, 1, {0}},
@@ -331,14 +331,14 @@ static const char manifest[] =
     "kernel lm_head_q8_n4096_decode_argmax glsl-fnv64:3d0a5c13dc5b3904\n"
     "kernel embed_f16_n4096 glsl-fnv64:b3b4b4d5e45fc13a\n"
     "kernel norm_quant_n4096 glsl-fnv64:4dfa81b3a8578870\n"
-    "kernel bitlinear_multi_m4096_m1024_m1024_k4096_batch glsl-fnv64:f9e04f4db5d3b906 +native-dot +coopmat\n"
+    "kernel bitlinear_multi_m4096_m1024_m1024_k4096_batch glsl-fnv64:96f36bd015a8c53d +native-dot +coopmat\n"
     "kernel rope_kv_n1024_f16 glsl-fnv64:4b5b45766d133dee\n"
     "kernel attention_rope_h32_kv8_d128_f16_g4_t4 glsl-fnv64:1b45d3a3ce1b2c05\n"
     "kernel quant_n4096 glsl-fnv64:bb6090cf81158685\n"
-    "kernel bitlinear_res_m4096_k4096_batch glsl-fnv64:0d9dbfffd2f315db +native-dot +coopmat\n"
-    "kernel bitlinear_glu_silu_m14336_k4096_batch glsl-fnv64:2be72a233eec35d0 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m4096_k4096_batch glsl-fnv64:34208d6462c50500 +native-dot +coopmat\n"
+    "kernel bitlinear_glu_silu_m14336_k4096_batch glsl-fnv64:241c40c546c95aaf +native-dot +coopmat\n"
     "kernel quant_n14336 glsl-fnv64:6a94680de1241743\n"
-    "kernel bitlinear_res_m4096_k14336_batch glsl-fnv64:9cdebdf1786b1681 +native-dot +coopmat\n"
+    "kernel bitlinear_res_m4096_k14336_batch glsl-fnv64:bf1e9fabfa64b9c2 +native-dot +coopmat\n"
     "kernel lm_head_f16_n4096_batch glsl-fnv64:a99d8134f57e08f5\n"
     "kernel lm_head_q8_n4096_batch glsl-fnv64:e589ce2df5b7d501\n"
     "kernel chain_res_nextnorm_m4096_k4096_glu_silu_nextquant_m14336_k4096_res_nextlayernorm_m4096_k14336 glsl-fnv64:c1487bc2b507fea2 +native-dot\n"

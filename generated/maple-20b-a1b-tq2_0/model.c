@@ -25,13 +25,13 @@ static const rt_kernel_desc kernels[23] = {
     {"moe_down_tq2_0_f512_n2048_k8", spv_moe_down_tq2_0_f512_n2048_k8, sizeof(spv_moe_down_tq2_0_f512_n2048_k8), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"add_n2048", spv_add_n2048, sizeof(spv_add_n2048), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_norm_q6_k_n2048_decode_argmax", spv_lm_head_norm_q6_k_n2048_decode_argmax, sizeof(spv_lm_head_norm_q6_k_n2048_decode_argmax), NULL, 0, NULL, 0, 11268, 256, 0, {0}},
-    {"bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch", spv_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), spv_dot_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), spv_mma_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch", spv_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), spv_dot_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), spv_mma_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"kv_write_n512_f16", spv_kv_write_n512_f16, sizeof(spv_kv_write_n512_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_h16_kv4_d128_f16_g4_t4_swa512_p4", spv_attention_h16_kv4_d128_f16_g4_t4_swa512_p4, sizeof(spv_attention_h16_kv4_d128_f16_g4_t4_swa512_p4), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"quant_q8_k_n2048", spv_quant_q8_k_n2048, sizeof(spv_quant_q8_k_n2048), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_res_m2048_k2048_batch", spv_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_bitlinear_q8_k_res_m2048_k2048_batch), spv_dot_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_q8_k_res_m2048_k2048_batch), spv_mma_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_q8_k_res_m2048_k2048_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_res_m2048_k2048_batch", spv_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_bitlinear_q8_k_res_m2048_k2048_batch), spv_dot_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_dot_bitlinear_q8_k_res_m2048_k2048_batch), spv_mma_bitlinear_q8_k_res_m2048_k2048_batch, sizeof(spv_mma_bitlinear_q8_k_res_m2048_k2048_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"lm_head_q6_k_n2048_batch", spv_lm_head_q6_k_n2048_batch, sizeof(spv_lm_head_q6_k_n2048_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"argmax", spv_argmax, sizeof(spv_argmax), NULL, 0, NULL, 0, 2048, 256, 0, {0}},
     {"topk", spv_topk, sizeof(spv_topk), NULL, 0, NULL, 0, 3088, 256, 0, {0}},
@@ -346,11 +346,11 @@ static const char manifest[] =
     "kernel moe_down_tq2_0_f512_n2048_k8 glsl-fnv64:af3a2c0589644562\n"
     "kernel add_n2048 glsl-fnv64:31efe3594f17eb99\n"
     "kernel lm_head_norm_q6_k_n2048_decode_argmax glsl-fnv64:0ad2fd9bbb2dede5\n"
-    "kernel bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch glsl-fnv64:507c5a417b862afa +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_multi_m2048_m512_m512_k2048_batch glsl-fnv64:a9277b38d4ad1c3b +native-dot +coopmat\n"
     "kernel kv_write_n512_f16 glsl-fnv64:5e3b9397dbae1ab2\n"
     "kernel attention_h16_kv4_d128_f16_g4_t4_swa512_p4 glsl-fnv64:ab3943641ecb154d\n"
     "kernel quant_q8_k_n2048 glsl-fnv64:72d01be0a23dc199\n"
-    "kernel bitlinear_q8_k_res_m2048_k2048_batch glsl-fnv64:c3166b2808a13a19 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_res_m2048_k2048_batch glsl-fnv64:01712c32e3dbf30e +native-dot +coopmat\n"
     "kernel lm_head_q6_k_n2048_batch glsl-fnv64:e79c9cd0f883bbcc\n"
     "kernel argmax glsl-fnv64:cd1778567a2900b6\n"
     "kernel topk glsl-fnv64:e0a38f2bfae2a1c0\n"

@@ -20,18 +20,18 @@ static const rt_kernel_desc kernels[23] = {
     {"lm_head_norm_q6_k_n3072_decode_argmax", spv_lm_head_norm_q6_k_n3072_decode_argmax, sizeof(spv_lm_head_norm_q6_k_n3072_decode_argmax), NULL, 0, NULL, 0, 15364, 256, 0, {0}},
     {"embed_q4_k_n3072", spv_embed_q4_k_n3072, sizeof(spv_embed_q4_k_n3072), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_q8_k_n3072", spv_norm_quant_q8_k_n3072, sizeof(spv_norm_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n3072_f16", spv_rope_kv_n3072_f16, sizeof(spv_rope_kv_n3072_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h24_kv24_d128_f16_t16", spv_attention_rope_h24_kv24_d128_f16_t16, sizeof(spv_attention_rope_h24_kv24_d128_f16_t16), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"quant_q8_k_n3072", spv_quant_q8_k_n3072, sizeof(spv_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_res_m3072_k3072_batch", spv_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k3072_batch), spv_dot_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k3072_batch), spv_mma_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_q8_k_glu_silu_m9216_k3072_batch", spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_q8_k_res_m3072_k3072_batch", spv_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k3072_batch), spv_dot_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k3072_batch), spv_mma_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_q8_k_glu_silu_m9216_k3072_batch", spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_q8_k_n9216", spv_quant_q8_k_n9216, sizeof(spv_quant_q8_k_n9216), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_res_m3072_k9216_batch", spv_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k9216_batch), spv_dot_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k9216_batch), spv_mma_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k9216_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_res_m3072_k9216_batch", spv_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k9216_batch), spv_dot_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k9216_batch), spv_mma_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k9216_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n3072", spv_rmsnorm_n3072, sizeof(spv_rmsnorm_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_q6_k_n3072_batch", spv_lm_head_q6_k_n3072_batch, sizeof(spv_lm_head_q6_k_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216", spv_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216, sizeof(spv_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216), spv_dot_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216, sizeof(spv_dot_chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216), NULL, 0, 18456, 256, 1, {0}},
@@ -292,14 +292,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q6_k_n3072_decode_argmax glsl-fnv64:2326a4069adc1a9d\n"
     "kernel embed_q4_k_n3072 glsl-fnv64:669eff3ddf8651df\n"
     "kernel norm_quant_q8_k_n3072 glsl-fnv64:0e4e8beb91c8d8ca\n"
-    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:937bd5da3a871b68 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:a441947a43eb2e25 +native-dot +coopmat\n"
     "kernel rope_kv_n3072_f16 glsl-fnv64:3f5ce280d62af103\n"
     "kernel attention_rope_h24_kv24_d128_f16_t16 glsl-fnv64:f8b316955d187c61\n"
     "kernel quant_q8_k_n3072 glsl-fnv64:9210dfb8625e882e\n"
-    "kernel bitlinear_q8_k_res_m3072_k3072_batch glsl-fnv64:0f6ae324fb23bb4c +native-dot +coopmat\n"
-    "kernel bitlinear_q8_k_glu_silu_m9216_k3072_batch glsl-fnv64:c3cf87db172c4d58 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_res_m3072_k3072_batch glsl-fnv64:dac3d14b70584cf7 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_glu_silu_m9216_k3072_batch glsl-fnv64:3108fe51cdebd227 +native-dot +coopmat\n"
     "kernel quant_q8_k_n9216 glsl-fnv64:33ded10cf849d244\n"
-    "kernel bitlinear_q8_k_res_m3072_k9216_batch glsl-fnv64:d0a3116ab4ac584b +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_res_m3072_k9216_batch glsl-fnv64:7bf3ce71d1b8f080 +native-dot +coopmat\n"
     "kernel rmsnorm_n3072 glsl-fnv64:13f5af37f897e979\n"
     "kernel lm_head_q6_k_n3072_batch glsl-fnv64:2e281e0c36683054\n"
     "kernel chain_q8_k_res_nextnorm_q8_k_m3072_k3072_q8_k_glu_silu_nextquant_q8_k_m9216_k3072_q8_k_res_nextlayernorm_q8_k_m3072_k9216 glsl-fnv64:34d33fb70e26e529 +native-dot\n"

@@ -21,18 +21,18 @@ static const rt_kernel_desc kernels[25] = {
     {"lm_head_norm_q8_n3072_decode_argmax", spv_lm_head_norm_q8_n3072_decode_argmax, sizeof(spv_lm_head_norm_q8_n3072_decode_argmax), NULL, 0, NULL, 0, 15364, 256, 0, {0}},
     {"embed_f16_n3072", spv_embed_f16_n3072, sizeof(spv_embed_f16_n3072), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"norm_quant_q8_k_n3072", spv_norm_quant_q8_k_n3072, sizeof(spv_norm_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch", spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rope_kv_n3072_f16", spv_rope_kv_n3072_f16, sizeof(spv_rope_kv_n3072_f16), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"attention_rope_h24_kv24_d128_f16_t16", spv_attention_rope_h24_kv24_d128_f16_t16, sizeof(spv_attention_rope_h24_kv24_d128_f16_t16), NULL, 0, NULL, 0, 12352, 128, 0, {0}},
     {"quant_q8_k_n3072", spv_quant_q8_k_n3072, sizeof(spv_quant_q8_k_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_res_m3072_k3072_batch", spv_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k3072_batch), spv_dot_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k3072_batch), spv_mma_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k3072_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
-    {"bitlinear_q8_k_glu_silu_m9216_k3072_batch", spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch), 13188, 256, 0,
-     {13188, 6788, 10884, 9092, 13700, 19076, 17796, 21380, 25476}},
+    {"bitlinear_q8_k_res_m3072_k3072_batch", spv_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k3072_batch), spv_dot_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k3072_batch), spv_mma_bitlinear_q8_k_res_m3072_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k3072_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
+    {"bitlinear_q8_k_glu_silu_m9216_k3072_batch", spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_dot_bitlinear_q8_k_glu_silu_m9216_k3072_batch), spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch, sizeof(spv_mma_bitlinear_q8_k_glu_silu_m9216_k3072_batch), 13200, 256, 0,
+     {13200, 6800, 10896, 9104, 13712, 19088, 17808, 21392, 25488}},
     {"quant_q8_k_n9216", spv_quant_q8_k_n9216, sizeof(spv_quant_q8_k_n9216), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
-    {"bitlinear_q8_k_res_m3072_k9216_batch", spv_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k9216_batch), spv_dot_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k9216_batch), spv_mma_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k9216_batch), 10756, 256, 0,
-     {10756, 5508, 9604, 6660, 8964, 17796, 13060, 18948, 14852}},
+    {"bitlinear_q8_k_res_m3072_k9216_batch", spv_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_bitlinear_q8_k_res_m3072_k9216_batch), spv_dot_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_dot_bitlinear_q8_k_res_m3072_k9216_batch), spv_mma_bitlinear_q8_k_res_m3072_k9216_batch, sizeof(spv_mma_bitlinear_q8_k_res_m3072_k9216_batch), 10768, 256, 0,
+     {10768, 5520, 9616, 6672, 8976, 17808, 13072, 18960, 14864}},
     {"rmsnorm_n3072", spv_rmsnorm_n3072, sizeof(spv_rmsnorm_n3072), NULL, 0, NULL, 0, 1024, 256, 0, {0}},
     {"lm_head_f16_n3072_batch", spv_lm_head_f16_n3072_batch, sizeof(spv_lm_head_f16_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
     {"lm_head_q8_n3072_batch", spv_lm_head_q8_n3072_batch, sizeof(spv_lm_head_q8_n3072_batch), NULL, 0, NULL, 0, 0, 256, 0, {0}},
@@ -319,14 +319,14 @@ static const char manifest[] =
     "kernel lm_head_norm_q8_n3072_decode_argmax glsl-fnv64:3e6d746b4819c1ac\n"
     "kernel embed_f16_n3072 glsl-fnv64:110d798127ffb6fe\n"
     "kernel norm_quant_q8_k_n3072 glsl-fnv64:0e4e8beb91c8d8ca\n"
-    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:510566069bb4f1af +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_multi_m3072_m3072_m3072_k3072_batch glsl-fnv64:19493367ec80279a +native-dot +coopmat\n"
     "kernel rope_kv_n3072_f16 glsl-fnv64:3f5ce280d62af103\n"
     "kernel attention_rope_h24_kv24_d128_f16_t16 glsl-fnv64:f8b316955d187c61\n"
     "kernel quant_q8_k_n3072 glsl-fnv64:9210dfb8625e882e\n"
-    "kernel bitlinear_q8_k_res_m3072_k3072_batch glsl-fnv64:6ef119ede55b9243 +native-dot +coopmat\n"
-    "kernel bitlinear_q8_k_glu_silu_m9216_k3072_batch glsl-fnv64:bd005f2b8e810e63 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_res_m3072_k3072_batch glsl-fnv64:e24c1a8dcc67caf0 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_glu_silu_m9216_k3072_batch glsl-fnv64:5c094dfef4c1268c +native-dot +coopmat\n"
     "kernel quant_q8_k_n9216 glsl-fnv64:33ded10cf849d244\n"
-    "kernel bitlinear_q8_k_res_m3072_k9216_batch glsl-fnv64:14f18f2adeb1f214 +native-dot +coopmat\n"
+    "kernel bitlinear_q8_k_res_m3072_k9216_batch glsl-fnv64:6693c0b192b57627 +native-dot +coopmat\n"
     "kernel rmsnorm_n3072 glsl-fnv64:13f5af37f897e979\n"
     "kernel lm_head_f16_n3072_batch glsl-fnv64:78bfda3adcab1491\n"
     "kernel lm_head_q8_n3072_batch glsl-fnv64:be8e8c864c85c8f0\n"

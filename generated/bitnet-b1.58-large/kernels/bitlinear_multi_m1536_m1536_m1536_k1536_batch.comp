@@ -61,7 +61,7 @@ const uint M2 = 1536u;
 shared uint wsh[32u + 128u * TILE_ROWS];
 shared uint ash[32u + 512u * TILE_TOKS];
 shared float dsh[0u + 16u * TILE_ROWS];
-shared int csh[1u + 2048u * TILE_MMA];
+shared int csh[4u + 2048u * TILE_MMA];
 
 #ifdef DSL_NATIVE_DOT
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
