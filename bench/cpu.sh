@@ -95,7 +95,6 @@ for spec in $FILES; do
     pf=""
     case $spec in *@llama=*) pf=${spec#*@llama=} spec=${spec%%=*} ;; esac
     f=${spec%@llama}
-    pf=${pf:-$f}
     pb=$LB pname=bitnet.cpp
     if [ "$f" != "$spec" ]; then
         pb=$LLB pname=llama.cpp
@@ -103,6 +102,7 @@ for spec in $FILES; do
     fi
     ikf="" ikerr="" ikconv=""
     case $f in *=*) ikf=${f#*=}; f=${f%%=*} ;; esac
+    pf=${pf:-$f} # the peer's file: the same one unless @llama= named a twin
     if [ -z "$IK" ] || [ "$pname" != bitnet.cpp ]; then
         ikf=""
     elif [ -z "$ikf" ]; then # converted once, for all thread counts
