@@ -64,9 +64,9 @@ ids=$(seq 100 227 | tr '\n' ' ')
 # or bc needed, so the script also runs on bare benchmark machines; quoted fields may hold commas,
 # as ik_llama.cpp's "ser" column does: the quotes are dropped and such commas become ";")
 # (arguments: file, threads, llama-bench, then any extra flags, e.g. ik_llama.cpp's -rtr 1)
-peer() {
-    pf=$1; pt=$2; pbin=$3; shift 3
-    "$pbin" -m "$pf" -p 128 -n 64 -t "$pt" -r 1 "$@" -o csv 2>/dev/null | awk -F, '
+peer() { # (its variables are the shell's globals: none of the loop's names)
+    peer_file=$1; peer_t=$2; peer_bin=$3; shift 3
+    "$peer_bin" -m "$peer_file" -p 128 -n 64 -t "$peer_t" -r 1 "$@" -o csv 2>/dev/null | awk -F, '
         { s = ""; q = 0
           for (i = 1; i <= length($0); i++) {
               c = substr($0, i, 1)
