@@ -47,30 +47,35 @@ static uint32_t pairs_transposed(uint32_t x)
     return x ^ t ^ (t << 6);
 }
 
-/* Row r's activation block k of the weight block s into the group's block d: vector z's dword r.
- * Q2_0: source byte 8 k + 4 z + p holds elements 32 k + 16 z + 4 p + m in its pairs m; Q4_0: byte
- * e holds elements e (low nibble) and e + 16, the layout wants 8 z + m (low) and 8 z + 4 + m;
+/* Row r's activation block k of the weight block s (codes at c) as dword r of the `bits` vectors
+ * at o. Q2_0: source byte 8 k + 4 z + p holds elements 32 k + 16 z + 4 p + m in its pairs m; Q4_0:
+ * byte e holds elements e (low nibble) and e + 16, the layout wants 8 z + m (low) and 8 z + 4 + m;
  * Q8_0: byte e is element e. */
-static void pack_block(uint32_t type, const uint8_t *s, int k, int r, uint8_t *d)
+static inline void pack_block(uint32_t type, const uint8_t *c, int k, uint8_t *o)
 {
-    const uint8_t *c = s + 2; /* past the block's f16 scale */
-    uint8_t *o = d + 32 + (size_t)k * 64 * (size_t)r16_fmt_of(type)->bits + 4 * (size_t)r;
-    for (int z = 0; z < r16_fmt_of(type)->bits; z++) {
-        uint32_t x = 0;
-        if (type == FMT_Q8_0) {
+    uint32_t x;
+    if (type == FMT_Q8_0) {
+        for (int z = 0; z < 8; z++) {
             memcpy(&x, c + 4 * z, 4);
             x ^= 0x80808080u;
-        } else if (type == FMT_Q4_0) {
+            memcpy(o + 64 * z, &x, 4);
+        }
+    } else if (type == FMT_Q4_0) {
+        for (int z = 0; z < 4; z++) {
+            x = 0;
             for (int m = 0; m < 4; m++) {
                 const int e0 = 8 * z + m, e1 = e0 + 4;
                 const int n0 = e0 < 16 ? c[e0] & 15 : c[e0 - 16] >> 4, n1 = e1 < 16 ? c[e1] & 15 : c[e1 - 16] >> 4;
                 x |= (uint32_t)(n0 | n1 << 4) << (8 * m);
             }
-        } else {
+            memcpy(o + 64 * z, &x, 4);
+        }
+    } else {
+        for (int z = 0; z < 2; z++) {
             memcpy(&x, c + 8 * k + 4 * z, 4);
             x = pairs_transposed(x);
+            memcpy(o + 64 * z, &x, 4);
         }
-        memcpy(o + 64 * (size_t)z, &x, 4);
     }
 }
 
@@ -78,7 +83,7 @@ void cpu_r16_pack(const cpu_weight *w, int64_t g0, int64_t g1, uint8_t *out)
 {
     const fmt_codec *c = fmt_codec_find(w->type);
     const int64_t nb = w->ne0 / c->blk;
-    const int sub = (int)(c->blk / CPU_QBLK);
+    const int sub = (int)(c->blk / CPU_QBLK), bits = r16_fmt_of(w->type)->bits;
     const size_t bytes = c->blk_bytes, gblk = CPU_R16_ROWS * bytes;
     for (int64_t g = g0; g < g1; g++) {
         uint8_t *dst = out + (size_t)g * (size_t)nb * gblk;
@@ -86,10 +91,11 @@ void cpu_r16_pack(const cpu_weight *w, int64_t g0, int64_t g1, uint8_t *out)
             const int64_t row = g * CPU_R16_ROWS + r < w->ne1 ? g * CPU_R16_ROWS + r : w->ne1 - 1;
             const uint8_t *src = w->data + (size_t)row * (size_t)nb * bytes;
             for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *sb = src + (size_t)b * bytes;
                 uint8_t *d = dst + (size_t)b * gblk;
-                memcpy(d + 2 * r, src + (size_t)b * bytes, 2);
+                memcpy(d + 2 * r, sb, 2); /* the block's f16 scale, then its codes */
                 for (int k = 0; k < sub; k++)
-                    pack_block(w->type, src + (size_t)b * bytes, k, r, d);
+                    pack_block(w->type, sb + 2, k, d + 32 + (size_t)k * 64 * (size_t)bits + 4 * (size_t)r);
             }
         }
     }
