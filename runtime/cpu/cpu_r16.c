@@ -103,11 +103,13 @@ void cpu_r16_pack(const cpu_weight *w, int64_t g0, int64_t g1, uint8_t *out)
 
 #if CPU_X86
 /* qs[j] = the sum of the 32 codes of activation block j of y [K] (the start of its products:
- * value = code - off), 64 codes a step as unsigned bytes (code + 128) summed by vpsadbw */
+ * value = code - off), 64 codes a step as unsigned bytes (code + 128) summed by vpsadbw; a last
+ * lone block of 32 read under a mask (nothing past the row's end) */
 CPU_TARGET_AVX512 static void block_sums(const int8_t *y, int64_t K, int32_t *qs)
 {
     for (int64_t i = 0; i < K; i += 64) {
-        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(y + i), _mm512_set1_epi8((char)0x80));
+        const __mmask64 m = i + 64 <= K ? ~(__mmask64)0 : (__mmask64)0xFFFFFFFFu;
+        const __m512i u = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, y + i), _mm512_set1_epi8((char)0x80));
         int64_t s[8];
         _mm512_storeu_si512(s, _mm512_sad_epu8(u, _mm512_setzero_si512()));
         qs[i / 32] = (int32_t)(s[0] + s[1] + s[2] + s[3]) - 32 * 128;
