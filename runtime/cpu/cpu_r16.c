@@ -32,9 +32,8 @@ bool cpu_r16_wants(cpu_isa isa, const cpu_weight *w)
 
 size_t cpu_r16_bytes(const cpu_weight *w)
 {
-    const fmt_codec *c = fmt_codec_find(w->type);
-    const int64_t groups = (w->ne1 + CPU_R16_ROWS - 1) / CPU_R16_ROWS;
-    return (size_t)groups * CPU_R16_ROWS * (size_t)(w->ne0 / c->blk) * c->blk_bytes;
+    const int64_t ne[4] = {w->ne0, (w->ne1 + CPU_R16_ROWS - 1) / CPU_R16_ROWS * CPU_R16_ROWS, 1, 1};
+    return (size_t)fmt_nbytes(w->type, ne, NULL);
 }
 
 /* The 4 x 4 bit pairs of x (byte p, pair m) transposed (byte m, pair p): two exchanges, the

@@ -34,9 +34,9 @@ static void pack_main(void *arg, int ith, int nth)
 
 /* the whole pages inside w's bytes, dropped from this process (MADV_DONTNEED: a file mapping's
  * pages read again from the file if touched) */
-static void drop_pages(const cpu_weight *w, size_t bytes)
+static void drop_pages(const cpu_weight *w)
 {
-    const uintptr_t psz = (uintptr_t)sysconf(_SC_PAGE_SIZE), a = (uintptr_t)w->data, b = a + bytes;
+    const uintptr_t psz = (uintptr_t)sysconf(_SC_PAGE_SIZE), a = (uintptr_t)w->data, b = a + cpu_head_bytes(w);
     const uintptr_t lo = (a + psz - 1) & ~(psz - 1), hi = b & ~(psz - 1);
     if (psz > 1 && hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
@@ -66,8 +66,7 @@ int cpu_repack_open(cpu_engine *e, char *err)
             pack_job j = {w, p};
             cpu_pool_run(e->pool, pack_main, &j, 0);
             w->r16 = p;
-            drop_pages(w, (size_t)(w->ne0 / fmt_codec_find(w->type)->blk) * fmt_codec_find(w->type)->blk_bytes *
-                              (size_t)w->ne1);
+            drop_pages(w);
         }
     }
     return 0;
