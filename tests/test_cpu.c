@@ -181,7 +181,7 @@ static void check_matmul(uint32_t type, int K, int M, int n)
  * odd number of blocks (AVX-512: Q8_0 / Q4_0 blocks in pairs and the last one alone), Q8_0 codes of
  * -128 too, 37 rows split as two threads would (12 and 25: Q2_0's AVX-512 tiles of 16 rows, a
  * short one and a full one), 1, 3, 5, 7 and 9 tokens (its tiles of 4 rows x 4 tokens: short, full
- * and short), outputs poisoned; Q2_0 at AVX-512 also with its rows interleaved (cpu_r16.h: groups
+ * and short), outputs poisoned; every format at AVX-512 also with its rows interleaved (cpu_r16.h: groups
  * of 16, the last one of 5 rows, tiles of 1 to 4 tokens). */
 static void test_qdot(void **st)
 {
@@ -228,7 +228,7 @@ static void test_qdot(void **st)
                         if (!(y[i] == yr[i]))
                             fail_msg("%s K %d n %d isa %s: y[%d] = %.9g, reference %.9g", c->name, K, n,
                                      cpu_isa_name((cpu_isa)isa), i, y[i], yr[i]);
-                    if (!cpu_r16_wants((cpu_isa)isa, &cw)) /* Q2_0 at AVX-512: the rows interleaved, too */
+                    if (!cpu_r16_wants((cpu_isa)isa, &cw)) /* at AVX-512: the rows interleaved, too */
                         continue;
                     uint8_t *r16 = malloc(cpu_r16_bytes(&cw));
                     cpu_r16_pack(&cw, 0, (MM + 15) / 16, r16);
