@@ -71,6 +71,7 @@ MODEL_BINS := $(addprefix $(B)/,$(MODELS))
 CLI_BIN  := $(B)/ternion
 LIB_A    := $(B)/libternion.a
 LIB_SO   := $(B)/libternion.so
+LIB_MODELS := $(B)/libtmodels.a
 CLI_OBJ  := $(call obj,$(CLI_SRC))
 MODEL_OBJ := $(patsubst %,$(B)/obj/generated/%/model.o,$(MODELS))
 LIB_OBJ  := $(call obj,$(RT_SRC) $(FMT_SRC)) $(MODEL_OBJ) $(B)/obj/registry.o $(B)/obj/commit.o
@@ -118,22 +119,24 @@ dsl/dsl_ops.h: dsl/dsl_ops.def tools/dsl_ops_h.sh
 	 if cmp -s $$t $@; then rm -f $$t; touch $@; else mv $$t $@; echo "wrote $@"; fi
 
 # The registry of generated models (runtime/api/rt_registry.h): every
-# `const rt_model_desc rt_model_<id>` the generated model.c files define. Rewritten when its
+# `const rt_model_desc rt_model_<id>` the generated model.c files define (tools/registry_c.sh).
+# Rewritten when its
 # text changes (a model added or removed changes no prerequisite's time), after checking that
 # every models/X.yaml is named X (gen/check_models.sh: no model defined twice).
-$(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) Makefile FORCE
+$(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) tools/registry_c.sh Makefile FORCE
 	@mkdir -p $(B)
 	@sh gen/check_models.sh
-	@{ echo '/* registry.c - written by the Makefile: the generated models in libternion. */'; \
-	  echo '#include <stddef.h>'; echo '#include "api/rt_registry.h"'; \
-	  syms=$$(for m in $(sort $(MODELS)); do sed -n 's/^const rt_model_desc \(rt_model_[A-Za-z0-9_]*\) = {$$/\1/p' generated/$$m/model.c; done); \
-	  for s in $$syms; do echo "extern const rt_model_desc $$s;"; done; \
-	  echo 'const rt_model_desc *const rt_registry[] = {'; \
-	  for s in $$syms; do echo "    &$$s,"; done; \
-	  echo '    NULL,'; echo '};'; \
-	  echo "const unsigned rt_registry_count = $$(echo $$syms | wc -w);"; } > $@.tmp && \
+	@sh tools/registry_c.sh $(patsubst %,generated/%/model.c,$(sort $(MODELS))) > $@.tmp && \
 	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(B)/obj/registry.o: $(B)/registry.c
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+# A model's own binary (build/<model>) has a registry of that model alone, so that it links
+# that model's kernels and tables, not all of libternion's (each model's SPIR-V is megabytes:
+# every binary carrying every model's made the build directory gigabytes).
+$(B)/registry-%.c: generated/%/model.c tools/registry_c.sh
+	@mkdir -p $(B)
+	@sh tools/registry_c.sh $< > $@
+$(B)/obj/registry-%.o: $(B)/registry-%.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # The git commit of the build (ternion_commit, --version); rewritten only when it changes.
@@ -151,6 +154,8 @@ $(LIB_SO): $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libternion.so.0 -Wl,--no-undefined -o $@ $^ $(LIBS_RT)
 	ln -sf libternion.so $(B)/libternion.so.0
 
+$(LIB_MODELS): $(MODEL_OBJ)
+	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_FMT): $(call obj,$(FMT_SRC))
 	@mkdir -p $(dir $@); rm -f $@; ar rcs $@ $^
 $(LIB_DSL): $(call obj,$(DSL_SRC))
@@ -202,11 +207,11 @@ $(B)/obj/generated/$(1)/model.o: $(B)/spv/$(1)/kernels.spv.inc
 endef
 $(foreach m,$(MODELS),$(eval $(call MODEL_SPV,$(m))))
 
-# The CLI: `ternion`, and one binary per model with that model pinned (static: they run
-# anywhere the Vulkan loader is, e.g. copied to a GPU machine).
+# The CLI: `ternion`, and one binary per model with that model pinned and linked alone (static:
+# they run anywhere the Vulkan loader is, e.g. copied to a GPU machine).
 $(CLI_BIN): $(B)/obj/cli-main/ternion.o $(CLI_OBJ) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
-$(MODEL_BINS): $(B)/%: $(B)/obj/cli-main/%.o $(CLI_OBJ) $(LIB_A)
+$(MODEL_BINS): $(B)/%: $(B)/obj/cli-main/%.o $(CLI_OBJ) $(B)/obj/registry-%.o $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RT)
 $(B)/obj/generated/%/model.o: generated/%/model.c
 	@mkdir -p $(dir $@)
@@ -229,15 +234,19 @@ $(B)/srv-api-check: $(SRV_OBJ) $(LIB_SRV) $(LIB_SO)
 # test_api, test_api_sampling, test_batch_sizes and test_constrained see only ternion.h, like any
 # program using the library (test_constrained also runs the CLI: tests/cli_run.o).
 API_TESTS := $(B)/tests/test_api $(B)/tests/test_api_sampling $(B)/tests/test_batch_sizes $(B)/tests/test_constrained
-$(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_A) runtime/api/ternion.h tests/fixture.h
+# They link the shared library (found beside the build's binaries: $ORIGIN/..), as such a
+# program would, and so that each does not carry a copy of every model's kernels.
+LINK_SO := $(LIB_SO) -Wl,-rpath,'$$ORIGIN/..'
+$(API_TESTS): $(B)/tests/%: tests/%.c $(LIB_SO) runtime/api/ternion.h tests/fixture.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_API) -o $@ $< $(filter %.o,$^) $(LIB_A) -lcmocka $(LIBS_RT)
+	$(CC) $(CFLAGS_API) -o $@ $< $(filter %.o,$^) $(LINK_SO) -lcmocka $(LIBS_RT)
 # (objects first, then the libraries: a shared test object below may call any of them)
 $(filter-out $(API_TESTS),$(TESTS)): $(B)/tests/%: $(call obj,tests/%.c) $(LIB_REF) $(LIB_GEN) $(LIB_DSL) $(LIB_SRV) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(filter-out %.o,$^) -lcmocka $(LIBS_GEN) $(LIBS_SRV) $(LIBS_RT)
-# test_cpu runs the generated models' CPU schedules (their tables, not the GLSL)
-$(B)/tests/test_cpu: $(MODEL_OBJ)
+# test_cpu runs the generated models' CPU schedules (their tables, not the GLSL): from an
+# archive of the models' objects, so that it links the few it names, not all of them
+$(B)/tests/test_cpu: $(LIB_MODELS)
 # test_embed and test_cli_limits call ternion.h beside the engine and the reference, on the same
 # models; test_chat_tmpl loads the GGUFs it writes through ternion.h; test_draft runs drafts beside
 # the generated models and loads its hand-made files through ternion.h
@@ -256,9 +265,9 @@ $(TOOLS): $(B)/tools/%: $(call obj,tools/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(
 $(EXAMPLES): $(B)/examples/%: $(call obj,examples/%.c) $(LIB_GEN) $(LIB_DSL) $(LIB_RT) $(LIB_FMT)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_GEN) $(LIBS_RT)
-$(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_A) runtime/api/ternion.h
+$(EXAMPLES_API): $(B)/examples/%: examples/%.c $(LIB_SO) runtime/api/ternion.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_API) -o $@ $< $(LIB_A) $(LIBS_RT)
+	$(CC) $(CFLAGS_API) -o $@ $< $(LINK_SO) $(LIBS_RT)
 
 # `make gen`: regenerate generated/<model>/ from models/<model>.yaml (deterministic). The
 # models are generated side by side, as many at once as make's -j says (each takes seconds:
