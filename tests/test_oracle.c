@@ -19,7 +19,11 @@
  *     self_max (a closer row can flip within the spread; they are counted and printed);
  *   - the greedy continuation after the batched prompt identical for all its tokens (cases are
  *     made with seeds where the reference agrees with itself on every greedy token, decoding one
- *     token per call and with its batched numerics: tools/oracle/ref_logits.cpp).
+ *     token per call and with its batched numerics: tools/oracle/ref_logits.cpp); or, in a case
+ *     with `greedy = clear_steps` (full-size files, whose random logits tie within the spread
+ *     every few tokens), the reference's tokens fed back one per call, and at every step the
+ *     reference's token within the bound of the engine's top logit, and the engine's top-1 itself
+ *     where its own top-1/top-2 margin exceeds top1_margin_factor x self_max (check_greedy).
  *
  * A case of a shipped models/X.yaml runs the built-in description of X (the registry: the
  * generated tables and SPIR-V the build made, what users run; make check-generated keeps them
@@ -61,6 +65,8 @@ typedef struct {
     bool checked; /* the GGUF was written and its digest matched */
     bool vulkan_full; /* `vulkan = full`: its Vulkan run only with TERNION_ORACLE_FULL=1 (a real-width
                        * case whose graph another case runs on lavapipe in make test) */
+    bool greedy_clear; /* `greedy = clear_steps` (full-size cases, make_case.sh AGREED=1): the greedy
+                        * rule of clear steps (check_greedy), not every token identical */
 } oracle_case;
 
 static oracle_case cases[MAX_CASES];
@@ -129,6 +135,10 @@ static int manifest_line(oracle_case *c, const char *key, const char *v, char *e
         if (strcmp(v, "always") && strcmp(v, "full"))
             return snprintf(err, n, "vulkan: 'always' or 'full', got '%s'", v), -1;
         c->vulkan_full = !strcmp(v, "full");
+    } else if (!strcmp(key, "greedy")) {
+        if (strcmp(v, "identical") && strcmp(v, "clear_steps"))
+            return snprintf(err, n, "greedy: 'identical' or 'clear_steps', got '%s'", v), -1;
+        c->greedy_clear = !strcmp(v, "clear_steps");
     }
     else if (!strcmp(key, "gguf_sha256")) {
         if (strlen(v) != 64 || strspn(v, "0123456789abcdef") != 64)
@@ -354,6 +364,68 @@ static int check_rows(const oracle_case *c, const char *what, const float *got, 
     return (mx > bound) + (must_ok != must);
 }
 
+/* The greedy continuation after the batched prompt (its last row: first), one token per call.
+ * Free-running: the engine's own tokens fed back, counting those identical to the reference's
+ * (it stops at the first that differs: every later one would follow another context); the
+ * strict rule wants all. With greedy_clear the reference's tokens are fed back instead, and every
+ * step is checked as a prompt row is: the reference's token at most the logits' bound below the
+ * engine's top logit (a tie within the spread may go either way), and the engine's top-1 where
+ * the engine's own margin exceeds the top-1 rule's (its logits are the only ones at that step:
+ * the reference wrote ids). A wrong decode path ranks the reference's tokens anywhere; a tie
+ * within the spread parts two correct engines. Returns the failures (0 or 1). */
+static int check_greedy(const oracle_case *c, rt_engine *e, const float *first, float *row)
+{
+    const int n = c->n_prompt, V = (int)c->vocab;
+    const double bound = c->max_abs_factor * c->self_max, close = c->top1_margin_factor * c->self_max;
+    char err[RT_ERR_LEN];
+    int32_t tok = argmax_row(first, V);
+    int agree = 0;
+    while (agree < c->n_greedy && tok == c->greedy[agree]) {
+        if (++agree < c->n_greedy) {
+            if (rt_engine_eval(e, &tok, 1, n + agree - 1, row, err))
+                fail_msg("%s: %s", c->name, err);
+            tok = argmax_row(row, V);
+        }
+    }
+    if (!c->greedy_clear) {
+        printf("%s: greedy: %d of the reference's %d tokens%s\n", c->name, agree, c->n_greedy,
+               agree < c->n_greedy ? " (FAIL: all must agree)" : "");
+        return agree < c->n_greedy;
+    }
+    /* from the first step that differed: the reference's tokens fed back (the steps before it
+     * fed the same tokens) */
+    double worst = 0;
+    int clear = 0, clear_ok = 0, steps = 0;
+    for (int j = agree; j < c->n_greedy; j++) {
+        if (c->greedy[j] >= V)
+            fail_msg("%s: greedy_tokens.txt: id %d is outside the vocabulary of %d", c->name, (int)c->greedy[j], V);
+        const float *l = row;
+        if (j == 0)
+            l = first;
+        else if (j > agree && rt_engine_eval(e, &c->greedy[j - 1], 1, n + j - 1, row, err)) /* j == agree: */
+            fail_msg("%s: %s", c->name, err); /* row has that step's logits from the free run */
+        const int top = argmax_row(l, V);
+        const double gap = (double)l[top] - l[c->greedy[j]];
+        worst = gap > worst || gap != gap ? (gap != gap ? INFINITY : gap) : worst;
+        steps++;
+        if (margin(l, V) > close) {
+            clear++;
+            clear_ok += top == c->greedy[j];
+        }
+    }
+    if (!steps) {
+        printf("%s: greedy: all %d of the reference's tokens identical\n", c->name, c->n_greedy);
+        return 0;
+    }
+    printf("%s: greedy: %d of the reference's %d tokens identical free-running; the %d after, fed the reference's: "
+           "its token at most %.4g below the top logit (bound %.4g), top-1 on %d/%d steps with a margin > %.3g\n",
+           c->name, agree, c->n_greedy, steps, worst, bound, clear_ok, clear, close);
+    if (worst > bound || clear_ok != clear)
+        printf("%s: greedy: FAIL: %s\n", c->name,
+               worst > bound ? "a reference token ranked beyond the bound" : "top-1 differs on a clear step");
+    return worst > bound || clear_ok != clear;
+}
+
 /* ---- one case on one backend ---- */
 
 /* The registry's description of models/X.yaml (named X: gen/check_models.sh), else NULL. */
@@ -393,7 +465,16 @@ static void check_set_bytes(const oracle_case *c, const rt_engine *e, int backen
     assert_true(got == want);
 }
 
-static void run_case(oracle_case *c, int backend)
+/* A case's description as an engine reads it: kept by the caller while its engine is open */
+typedef struct {
+    rt_model_desc md;
+    const char *archs[1];
+    bool built; /* the built-in description (the registry's), else built in-process */
+} case_desc_t;
+
+/* The case's file opened on backend with its description (into *cd); skips (cmocka) where
+ * Vulkan refuses the description as it must, or has no device. */
+static rt_engine *open_case(oracle_case *c, int backend, case_desc_t *cd)
 {
     if (!c->parsed)
         fail_msg("%s: case.txt was not read (see test_manifests)", c->name);
@@ -413,14 +494,16 @@ static void run_case(oracle_case *c, int backend)
                         .n_batch = 128, .backend = backend, .n_threads = 2, .n_threads_batch = 2};
     /* arch: the file says general.architecture = arch (the reference's name of the layout),
      * and the description accepts it for this case */
-    rt_model_desc md = built ? *built : bd->d.desc;
-    const char *archs[1] = {c->arch};
+    cd->md = built ? *built : bd->d.desc;
+    cd->built = built != NULL;
+    cd->archs[0] = c->arch;
     if (c->arch[0]) {
-        md.archs = archs;
-        md.n_archs = 1;
+        cd->md.archs = cd->archs;
+        cd->md.n_archs = 1;
     }
+    const rt_model_desc md = cd->md;
     rt_engine *e = NULL;
-    int rc = rt_engine_open(&md, &o, &e, err);
+    int rc = rt_engine_open(&cd->md, &o, &e, err);
     if (backend == RT_BACKEND_VULKAN && md.vk_refusal) {
         /* a description the kernels do not compute (rt_model_desc.vk_refusal): Vulkan must say
          * so, never run it */
@@ -436,10 +519,19 @@ static void run_case(oracle_case *c, int backend)
     }
     if (rc)
         fail_msg("%s: %s", c->name, err);
+    return e;
+}
+
+static void run_case(oracle_case *c, int backend)
+{
+    case_desc_t cd;
+    rt_engine *e = open_case(c, backend, &cd);
+    const rt_model_desc md = cd.md;
+    char err[RT_ERR_LEN];
     const int n = c->n_prompt, V = (int)c->vocab;
     assert_int_equal(rt_engine_vocab(e), V);
     printf("%s: %s (%s), %ld layers, vocab %ld, seed %ld; reference: %s\n", c->name, c->yaml,
-           built ? "the built-in description" : "built in-process", c->layers, c->vocab, c->seed, c->reference);
+           cd.built ? "the built-in description" : "built in-process", c->layers, c->vocab, c->seed, c->reference);
     float *got = malloc((size_t)n * V * sizeof(float)), *row = malloc((size_t)V * sizeof(float));
     assert_true(got && row);
     for (size_t i = 0; i < (size_t)n * V; i++)
@@ -448,20 +540,7 @@ static void run_case(oracle_case *c, int backend)
     if (rt_engine_eval(e, c->prompt, n, 0, got, err))
         fail_msg("%s: %s", c->name, err);
     int bad = check_rows(c, "prompt in one call vs logits.f32", got, want, n);
-    /* greedy after the batched prompt, one token per call, free-running: stops at the first
-     * token that differs (every later one would follow another context) */
-    int32_t tok = argmax_row(got + (size_t)(n - 1) * V, V);
-    int agree = 0;
-    while (agree < c->n_greedy && tok == c->greedy[agree]) {
-        if (++agree < c->n_greedy) {
-            if (rt_engine_eval(e, &tok, 1, n + agree - 1, row, err))
-                fail_msg("%s: %s", c->name, err);
-            tok = argmax_row(row, V);
-        }
-    }
-    printf("%s: greedy: %d of the reference's %d tokens%s\n", c->name, agree, c->n_greedy,
-           agree < c->n_greedy ? " (FAIL: all must agree)" : "");
-    bad += agree < c->n_greedy;
+    bad += check_greedy(c, e, got + (size_t)(n - 1) * V, row);
     /* the prompt one token per call (the decode path) vs the reference's own such run */
     free(want);
     want = read_f32(c, "logits_incremental.f32", (size_t)n * V);
@@ -482,6 +561,54 @@ static void run_case(oracle_case *c, int backend)
     rt_engine_close(e);
     if (bad)
         fail_msg("%s: %d part(s) of the oracle rule failed (lines with FAIL above)", c->name, bad);
+}
+
+/* check_greedy's rule of clear steps passes and fails as it says, on llama-ternary-tiny's file
+ * (CPU): the reference's own tokens pass; the last one replaced by the engine's runner-up at that
+ * step passes where that step is a tie within the bound (a large spread) and fails where the
+ * bound is tiny; tokens from the third on moved half the vocabulary away (ranked anywhere by the
+ * engine) fail, and the strict rule fails on any change. */
+static void test_greedy_rule(void **state)
+{
+    (void)state;
+    oracle_case *c = NULL;
+    for (int i = 0; i < n_cases && !c; i++)
+        if (!strcmp(cases[i].name, "llama-ternary-tiny"))
+            c = &cases[i];
+    if (!c)
+        fail_msg("the case llama-ternary-tiny (tests/data/oracle) is missing");
+    case_desc_t cd;
+    rt_engine *e = open_case(c, RT_BACKEND_CPU, &cd);
+    const int n = c->n_prompt, V = (int)c->vocab;
+    char err[RT_ERR_LEN];
+    float *logits = malloc((size_t)n * V * sizeof(float)), *row = malloc((size_t)V * sizeof(float));
+    assert_true(logits && row && c->n_greedy >= 4);
+    if (rt_engine_eval(e, c->prompt, n, 0, logits, err))
+        fail_msg("%s: %s", c->name, err);
+    const float *first = logits + (size_t)(n - 1) * V;
+    oracle_case t = *c;
+    t.greedy_clear = true;
+    assert_int_equal(check_greedy(&t, e, first, row), 0);
+    /* row: the last step's logits (the free run's last call) */
+    const int last = t.n_greedy - 1, top = argmax_row(row, V);
+    int second = top ? 0 : 1;
+    for (int v = 0; v < V; v++)
+        second = v != top && row[v] > row[second] ? v : second;
+    t.greedy[last] = second;
+    t.self_max = 1e3; /* every step a tie within the bound */
+    assert_int_equal(check_greedy(&t, e, first, row), 0);
+    t.self_max = 1e-6; /* every step clear: the runner-up fails */
+    assert_int_equal(check_greedy(&t, e, first, row), 1);
+    t = *c;
+    t.greedy_clear = true;
+    for (int j = 2; j < t.n_greedy; j++)
+        t.greedy[j] = (t.greedy[j] + V / 2) % V;
+    assert_int_equal(check_greedy(&t, e, first, row), 1);
+    t.greedy_clear = false;
+    assert_int_equal(check_greedy(&t, e, first, row), 1);
+    free(logits);
+    free(row);
+    rt_engine_close(e);
 }
 
 static void test_case_cpu(void **state) { run_case(*state, RT_BACKEND_CPU); }
@@ -705,7 +832,7 @@ static int free_all(void **state)
 int main(void)
 {
     find_cases();
-    static struct CMUnitTest tests[4 + 2 * MAX_CASES];
+    static struct CMUnitTest tests[5 + 2 * MAX_CASES];
     static char names[2 * MAX_CASES][96];
     int nt = 0;
     const char *only = getenv("TERNION_ORACLE_ONLY"); /* runs the tests whose name holds it ("x/cpu") */
@@ -718,6 +845,8 @@ int main(void)
                 continue;
             tests[nt++] = (struct CMUnitTest){nm, b ? test_case_vulkan : test_case_cpu, NULL, NULL, &cases[i]};
         }
+    if (!only || !*only || strstr("greedy_rule", only))
+        tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_greedy_rule);
     if (!only || !*only || strstr("type_set_refusal", only))
         tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_type_set_refusal);
     if (!only || !*only || strstr("rope_freqs_length", only))

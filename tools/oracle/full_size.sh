@@ -5,8 +5,10 @@
 # (tests/data/oracle/); these are too big for it (minutes and gigabytes each), so this script
 # makes them with tools/oracle/make_case.sh into a folder of its own and runs them through the
 # same suite and rule (build/tests/test_oracle with TERNION_ORACLE_DIR), CPU backend and Vulkan,
-# except that a case keeps only the greedy ids both of the reference's numerics give (AGREED=1:
-# at many layers of random weights the reference's own two runs part after a few tokens).
+# except for the greedy rule (CLEAR_STEPS=1, `greedy = clear_steps`: at many layers of random
+# weights the logits tie within the reference's own spread every few tokens, so that even its
+# own two runs part; the suite feeds the reference's tokens back and checks every step as a
+# prompt row).
 #
 #   sh tools/oracle/full_size.sh [CASE ...]
 #
@@ -62,10 +64,10 @@ echo "$CASES" | while read -r name yaml layers vocab seed ref opts; do
         echo "full_size.sh: $name: skipped: set $([ "$ref" = bitnet ] && echo BITNET_REF || echo LLAMA_REF) to a ref_logits driver (tools/oracle/build.sh)"
         continue
     fi
-    # a seed whose reference parts from itself within 4 greedy ids: the next one, 3 tries
+    # a seed the reference fails on: the next one, 3 tries
     for s in "$seed" $((seed + 1)) $((seed + 2)); do
         # shellcheck disable=SC2086 # opts: ENV=value words for make_case.sh
-        env $opts AGREED=1 ORACLE_DIR="$OUT" B="$B" THREADS="$THREADS" \
+        env $opts CLEAR_STEPS=1 ORACLE_DIR="$OUT" B="$B" THREADS="$THREADS" \
             sh tools/oracle/make_case.sh "$name" "$yaml" "$layers" "$vocab" "$s" "$drv" "$label (full size)" && break
         echo "full_size.sh: $name: seed $s failed (above)" >&2
     done
