@@ -120,9 +120,9 @@ dsl/dsl_ops.h: dsl/dsl_ops.def tools/dsl_ops_h.sh
 
 # The registry of generated models (runtime/api/rt_registry.h): every
 # `const rt_model_desc rt_model_<id>` the generated model.c files define (tools/registry_c.sh).
-# Rewritten when its
-# text changes (a model added or removed changes no prerequisite's time), after checking that
-# every models/X.yaml is named X (gen/check_models.sh: no model defined twice).
+# Rewritten when its text changes (a model added or removed changes no prerequisite's time),
+# after checking that every models/X.yaml is named X (gen/check_models.sh: no model defined
+# twice).
 $(B)/registry.c: $(patsubst %,generated/%/model.c,$(MODELS)) tools/registry_c.sh Makefile FORCE
 	@mkdir -p $(B)
 	@sh gen/check_models.sh
