@@ -138,6 +138,7 @@ $(B)/registry-%.c: generated/%/model.c tools/registry_c.sh
 	@sh tools/registry_c.sh $< > $@
 $(B)/obj/registry-%.o: $(B)/registry-%.c
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+.PRECIOUS: $(B)/registry-%.c
 
 # The git commit of the build (ternion_commit, --version); rewritten only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
