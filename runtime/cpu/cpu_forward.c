@@ -286,7 +286,7 @@ static void add_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_
 static void act_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
-    cpu_act_mul(so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
+    cpu_act_mul(e->isa, so->act, IN0(e, so) + lo, IN1(e, so) + lo, (int)(hi - lo), so->op->param, OUT(e, so) + lo);
 }
 
 static void act_plain_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)

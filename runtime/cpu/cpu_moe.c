@@ -158,7 +158,7 @@ void cpu_moe_expert(cpu_isa isa, const cpu_moe *m, int e, const float *x, float 
     if (m->exp[1]->type != m->exp[0]->type)
         xp = prep(isa, m->exp[1]->type, x, m->dim, &s);
     gemv(isa, m->exp[1], (int64_t)e * m->eff, m->eff, xp, &s, s.u);
-    cpu_act_mul(m->act, s.g, s.u, m->eff, m->act_p, s.g);
+    cpu_act_mul(isa, m->act, s.g, s.u, m->eff, m->act_p, s.g);
     xp = prep(isa, m->exp[2]->type, s.g, m->eff, &s);
     gemv(isa, m->exp[2], (int64_t)e * m->dim, m->dim, xp, &s, d);
 }

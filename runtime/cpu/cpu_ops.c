@@ -1,6 +1,7 @@
 /* cpu_ops.c - norms, RoPE, attention, activations and table-row adds of one token (cpu_ops.h); the CPU rows
  * of the norm and activation tables (gen/gen_norm.c, gen/gen_act.c). */
 #include "cpu/cpu_ops.h"
+#include "cpu/cpu_exp.h"
 #include "cpu/cpu_softmax.h"
 
 #include <math.h>
@@ -226,7 +227,10 @@ void cpu_add(const float *a, const float *b, int64_t n, float *y)
         y[i] = a[i] + b[i];
 }
 
-/* ---- activations: the same expressions as gen/gen_act.c's reference column ---- */
+/* ---- activations: the expressions of gen/gen_act.c's reference column; the sigmoid family
+ * (silu, swish, silu_clamp) with cpu_exp.h's exp instead of the C library's, so its vector forms
+ * below give the scalar form's bits at every level (within a few ulp of the reference:
+ * test_cpu states the rule) ---- */
 
 static inline float relu2(float a, const float *p)
 {
@@ -237,23 +241,105 @@ static inline float relu2(float a, const float *p)
 static inline float silu(float a, const float *p)
 {
     (void)p;
-    return a / (1.0f + expf(-a));
+    return a / (1.0f + cpu_exp(-a));
 }
-static inline float swish(float a, const float *p) { return a / (1.0f + expf(-(p[0] * a))); }
+static inline float swish(float a, const float *p) { return a / (1.0f + cpu_exp(-(p[0] * a))); }
 /* silu of the gate clamped from above (gen/gen_act.c silu_clamp_ref); its product clamps b to
  * [-limit, limit] (the row's clamp_b): ggml's swiglu_clamp */
 static inline float silu_clamp(float a, const float *p)
 {
     const float g = a < p[0] ? a : p[0];
-    return g / (1.0f + expf(-g));
+    return g / (1.0f + cpu_exp(-g));
 }
-static void silu_clamp_mul(const float *a, const float *b, int n, const float *p, float *y)
+static inline float clamp_b(float b, const float *p) { return b < -p[0] ? -p[0] : b > p[0] ? p[0] : b; }
+
+/* The sigmoid family over arrays: y = g / (1 + exp(-(beta g))) (times u when b is given), g = a
+ * and beta = 1 (silu) or p[0] (swish), or g = min(a, p[0]) and u = b clamped to +-p[0]
+ * (silu_clamp); u = b otherwise. The scalar rows' operations in their order, 16 or 8 at a time. */
+typedef enum { SIG_SILU, SIG_SWISH, SIG_CLAMP } sig_kind;
+
+static void sig_rest(sig_kind k, const float *a, const float *b, int i, int n, const float *p, float *y)
 {
-    for (int i = 0; i < n; i++) {
-        const float u = b[i] < -p[0] ? -p[0] : b[i] > p[0] ? p[0] : b[i];
-        y[i] = silu_clamp(a[i], p) * u;
+    for (; i < n; i++) {
+        const float v = k == SIG_SILU ? silu(a[i], p) : k == SIG_SWISH ? swish(a[i], p) : silu_clamp(a[i], p);
+        y[i] = !b ? v : v * (k == SIG_CLAMP ? clamp_b(b[i], p) : b[i]);
     }
 }
+
+#if CPU_X86
+#define SIG_BODY(W, VEC, LOAD, STORE, SET1, MUL, ADD, DIV, XOR, MIN, EXP, CLAMP_U)                       \
+    const VEC neg = SET1(-0.0f), one = SET1(1.0f), pv = SET1(k == SIG_SILU ? 1.0f : p[0]);              \
+    int i = 0;                                                                                         \
+    for (; i + W <= n; i += W) {                                                                       \
+        VEC g = LOAD(a + i);                                                                           \
+        if (k == SIG_CLAMP)                                                                            \
+            g = MIN(g, pv);                                                                            \
+        const VEC t = k == SIG_SWISH ? MUL(pv, g) : g;                                                 \
+        VEC v = DIV(g, ADD(one, EXP(XOR(t, neg))));                                                    \
+        if (b) {                                                                                       \
+            VEC u = LOAD(b + i);                                                                       \
+            if (k == SIG_CLAMP)                                                                        \
+                u = CLAMP_U(u, pv);                                                                    \
+            v = MUL(v, u);                                                                             \
+        }                                                                                              \
+        STORE(y + i, v);                                                                               \
+    }                                                                                                  \
+    sig_rest(k, a, b, i, n, p, y);
+
+/* b < -p ? -p : b > p ? p : b, as clamp_b (a NaN b stays) */
+CPU_TARGET_AVX512 static inline __m512 clamp_u16(__m512 u, __m512 pv)
+{
+    const __m512 np = _mm512_sub_ps(_mm512_setzero_ps(), pv);
+    const __mmask16 lo = _mm512_cmp_ps_mask(u, np, _CMP_LT_OQ), hi = _mm512_cmp_ps_mask(u, pv, _CMP_GT_OQ);
+    return _mm512_mask_blend_ps(lo, _mm512_mask_blend_ps(hi, u, pv), np);
+}
+CPU_TARGET_AVX2 static inline __m256 clamp_u8(__m256 u, __m256 pv)
+{
+    const __m256 np = _mm256_sub_ps(_mm256_setzero_ps(), pv);
+    const __m256 hi = _mm256_blendv_ps(u, pv, _mm256_cmp_ps(u, pv, _CMP_GT_OQ));
+    return _mm256_blendv_ps(hi, np, _mm256_cmp_ps(u, np, _CMP_LT_OQ));
+}
+CPU_TARGET_AVX512 static void sig_avx512(sig_kind k, const float *a, const float *b, int n, const float *p, float *y)
+{
+    SIG_BODY(16, __m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_mul_ps, _mm512_add_ps,
+             _mm512_div_ps, _mm512_xor_ps, _mm512_min_ps, cpu_exp16, clamp_u16)
+}
+CPU_TARGET_AVX2 static void sig_avx2(sig_kind k, const float *a, const float *b, int n, const float *p, float *y)
+{
+    SIG_BODY(8, __m256, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_mul_ps, _mm256_add_ps,
+             _mm256_div_ps, _mm256_xor_ps, _mm256_min_ps, cpu_exp8, clamp_u8)
+}
+#undef SIG_BODY
+#endif
+
+static void sig_run(cpu_isa isa, sig_kind k, const float *a, const float *b, int n, const float *p, float *y)
+{
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        sig_avx512(k, a, b, n, p, y);
+        return;
+    }
+    if (isa == CPU_ISA_AVX2) {
+        sig_avx2(k, a, b, n, p, y);
+        return;
+    }
+#endif
+    (void)isa;
+    sig_rest(k, a, b, 0, n, p, y);
+}
+#define SIG_FNS(name, K)                                                                                \
+    static void name##_mul(cpu_isa isa, const float *a, const float *b, int n, const float *p, float *y) \
+    {                                                                                                   \
+        sig_run(isa, K, a, b, n, p, y);                                                                 \
+    }                                                                                                   \
+    static void name##_apply(cpu_isa isa, const float *a, int n, const float *p, float *y)              \
+    {                                                                                                   \
+        sig_run(isa, K, a, NULL, n, p, y);                                                              \
+    }
+SIG_FNS(silu, SIG_SILU)
+SIG_FNS(swish, SIG_SWISH)
+SIG_FNS(silu_clamp, SIG_CLAMP)
+#undef SIG_FNS
 #define GELU_COEF_A 0.044715f
 #define SQRT_2_OVER_PI 0.79788456080286535587989211986876f
 static inline float gelu(float a, const float *p)
@@ -308,16 +394,18 @@ static void gelu_f16_apply(cpu_isa isa, const float *a, int n, const float *p, f
 
 /* y = act(a) * b over arrays: the expression inlined in each row's loop (no call per element) */
 #define ACT_MUL_FN(name)                                                                               \
-    static void name##_mul(const float *a, const float *b, int n, const float *p, float *y)             \
+    static void name##_mul(cpu_isa isa, const float *a, const float *b, int n, const float *p, float *y) \
     {                                                                                                  \
+        (void)isa;                                                                                     \
         for (int i = 0; i < n; i++)                                                                    \
             y[i] = name(a[i], p) * b[i];                                                               \
     }
 #if CPU_X86
 /* relu2 four at a time: maxps(a, 0) returns its second operand for NaN and for -0, exactly as
  * a > 0 ? a : 0 (the reference's form, which compiles to an unpredictable branch) */
-static void relu2_mul(const float *a, const float *b, int n, const float *p, float *y)
+static void relu2_mul(cpu_isa isa, const float *a, const float *b, int n, const float *p, float *y)
 {
+    (void)isa;
     const __m128 z = _mm_setzero_ps();
     int i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -330,20 +418,18 @@ static void relu2_mul(const float *a, const float *b, int n, const float *p, flo
 #else
 ACT_MUL_FN(relu2)
 #endif
-ACT_MUL_FN(silu)
 ACT_MUL_FN(gelu)
-ACT_MUL_FN(swish)
 ACT_MUL_FN(gelu_erf)
 ACT_MUL_FN(gelu_f16)
 
 static const cpu_act ACTS[] = {
-    {"relu2", relu2, relu2_mul, true, NULL, NULL},
-    {"silu", silu, silu_mul, false, NULL, NULL},
-    {"gelu", gelu, gelu_mul, false, NULL, NULL},
-    {"swish", swish, swish_mul, false, NULL, NULL},
-    {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL, NULL},
-    {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init, gelu_f16_apply},
-    {"silu_clamp", silu_clamp, silu_clamp_mul, false, NULL, NULL},
+    {"relu2", relu2, relu2_mul, true, NULL, NULL, false},
+    {"silu", silu, silu_mul, false, NULL, silu_apply, true},
+    {"gelu", gelu, gelu_mul, false, NULL, NULL, false},
+    {"swish", swish, swish_mul, false, NULL, swish_apply, true},
+    {"gelu_erf", gelu_erf, gelu_erf_mul, false, NULL, NULL, false},
+    {"gelu_f16", gelu_f16, gelu_f16_mul, false, gelu_f16_init, gelu_f16_apply, false},
+    {"silu_clamp", silu_clamp, silu_clamp_mul, false, NULL, silu_clamp_apply, true},
 };
 
 const cpu_act *cpu_act_find(const char *name)
@@ -357,9 +443,9 @@ const cpu_act *cpu_act_find(const char *name)
     return NULL;
 }
 
-void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y)
+void cpu_act_mul(cpu_isa isa, const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y)
 {
-    act->mul(a, b, n, p, y);
+    act->mul(isa, a, b, n, p, y);
 }
 
 void cpu_act_apply(cpu_isa isa, const cpu_act *act, const float *a, int n, const float *p, float *y)

@@ -67,15 +67,17 @@ void cpu_add(const float *a, const float *b, int64_t n, float *y);
 typedef struct {
     const char *name;         /* "relu2" */
     float (*fn)(float a, const float *p); /* act(a) */
-    void (*mul)(const float *a, const float *b, int n, const float *p, float *y); /* y = act(a) * b, the same expression */
+    void (*mul)(cpu_isa isa, const float *a, const float *b, int n, const float *p, float *y); /* y = act(a) * b, fn's bits at every level */
     bool zero_at_nonpositive; /* act(a) == 0 for every a <= 0: a neuron whose gate is <= 0 adds
                                  nothing, whatever its up row gives (the exact sparse FFN) */
     void (*init)(void);       /* run once before fn / mul (cpu_act_find does): a row's table, or NULL */
     /* y = act(a) over an array, fn's bits (vector code where the row has some), or NULL: fn per element */
     void (*apply)(cpu_isa isa, const float *a, int n, const float *p, float *y);
+    bool own_exp; /* runs cpu_exp.h's exp where the reference (gen/gen_act.c) calls expf: within a
+                     few ulp of it (tests/test_cpu_ops.c states the rule), not its bits */
 } cpu_act;
 const cpu_act *cpu_act_find(const char *name);
-void cpu_act_mul(const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);
+void cpu_act_mul(cpu_isa isa, const cpu_act *act, const float *a, const float *b, int n, const float *p, float *y);
 /* y = act(a) (the plain activation op, `op: <name>`) */
 void cpu_act_apply(cpu_isa isa, const cpu_act *act, const float *a, int n, const float *p, float *y);
 
