@@ -107,10 +107,11 @@ static const struct {
     {23, "IQ4_XS", NULL}, {29, "IQ1_M", NULL},
     {38, "TL1 (bitnet.cpp's ARM lookup-table layout)",
      "; convert the checkpoint to I2_S instead (bitnet.cpp: setup_env.py -q i2_s, or llama-quantize "
-     "... I2_S 1), which runs here"},
+     "... I2_S 1), which runs here where every matrix's input width is a multiple of 128"},
     {39, "TL2 (bitnet.cpp's x86 lookup-table layout) or MXFP4 (llama.cpp)",
      "; for a bitnet.cpp TL2 file, convert the checkpoint to I2_S instead (setup_env.py -q i2_s, or "
-     "llama-quantize ... I2_S 1), which runs here"},
+     "llama-quantize ... I2_S 1), which runs here where every matrix's input width is a multiple of 128 "
+     "(not bitnet_b1_58-3B's 8640)"},
     {41, "Q1_0", NULL},
 };
 
