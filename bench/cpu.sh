@@ -11,8 +11,10 @@
 # TERNION_BIN (default $B/ternion), THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
 # per 2B4T run), FILES to name other files (each must fit a model built into build/ternion; a
 # file with `@llama` after its name is compared with mainline llama.cpp, $LLAMA_CPP/bin/llama-bench,
-# the reference for TQ1_0/TQ2_0 and other non-I2_S files; the others with bitnet.cpp).
-# bitnet.cpp: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
+# the reference for TQ1_0/TQ2_0 and other non-I2_S files; one with `@prism` with PrismML's fork of
+# llama.cpp, $PRISM_LLAMA/bin/llama-bench, the engine Ternary-Bonsai's files (Q2_0 in blocks of
+# 128) are made for; the others with bitnet.cpp, $BITNET_CPP/bin/llama-bench).
+# The peers: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
 # -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
 # IK_LLAMA=<ik_llama.cpp build dir, with bin/llama-bench and bin/llama-quantize> adds ik_llama.cpp
 # on every file compared with bitnet.cpp (not the @llama ones), in the same rounds: it cannot
@@ -31,10 +33,9 @@ B=${B:-build}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-"1 2"}
 LAVAPIPE=${LAVAPIPE:-1}
-: "${BITNET_CPP:?set BITNET_CPP to bitnet.cpp's build directory (../shared/peers/README.md says how to build it)}"
-LB="$BITNET_CPP/bin/llama-bench"
-[ -x "$LB" ] || { echo "bench/cpu.sh: $LB not found" >&2; exit 1; }
+LB="${BITNET_CPP:-/nonexistent}/bin/llama-bench" # bitnet.cpp, for the files without a mark
 LLB="${LLAMA_CPP:-/nonexistent}/bin/llama-bench" # mainline llama.cpp, for the files marked @llama
+PLB="${PRISM_LLAMA:-/nonexistent}/bin/llama-bench" # PrismML's llama.cpp, for the files marked @prism
 IK=${IK_LLAMA:-}
 if [ -n "$IK" ]; then
     IKB="$IK/bin/llama-bench" IKQ="$IK/bin/llama-quantize"
@@ -93,13 +94,13 @@ printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / 
 printf '|---|---|---|---|---|---|%s%s\n' "$([ -n "$IK" ] && printf -- '---|---|')" "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
 for spec in $FILES; do
     pf=""
-    case $spec in *@llama=*) pf=${spec#*@llama=} spec=${spec%%=*} ;; esac
-    f=${spec%@llama}
-    pb=$LB pname=bitnet.cpp
-    if [ "$f" != "$spec" ]; then
-        pb=$LLB pname=llama.cpp
-        [ -x "$pb" ] || { echo "bench/cpu.sh: $f@llama needs LLAMA_CPP (mainline llama.cpp's build dir with bin/llama-bench)" >&2; exit 1; }
-    fi
+    case $spec in *@llama=* | *@prism=*) pf=${spec#*=} spec=${spec%%=*} ;; esac
+    case $spec in
+    *@llama) f=${spec%@llama} pb=$LLB pname=llama.cpp need="LLAMA_CPP (mainline llama.cpp's build dir with bin/llama-bench)" ;;
+    *@prism) f=${spec%@prism} pb=$PLB pname="PrismML llama.cpp" need="PRISM_LLAMA (the build dir of PrismML's llama.cpp fork, with bin/llama-bench)" ;;
+    *) f=$spec pb=$LB pname=bitnet.cpp need="BITNET_CPP (bitnet.cpp's build dir: ../shared/peers/README.md says how to build it)" ;;
+    esac
+    [ -x "$pb" ] || { echo "bench/cpu.sh: $spec needs $need" >&2; exit 1; }
     ikf="" ikerr="" ikconv=""
     case $f in *=*) ikf=${f#*=}; f=${f%%=*} ;; esac
     pf=${pf:-$f} # the peer's file: the same one unless @llama= named a twin
