@@ -12,8 +12,9 @@
 #
 #   sh tools/oracle/full_size.sh [CASE ...]
 #
-# CASE: names from the table below (default: all). Environment: BITNET_REF, LLAMA_REF (the
-# ref_logits drivers built by tools/oracle/build.sh against bitnet.cpp and mainline llama.cpp;
+# CASE: names from the table below (default: all). Environment: BITNET_REF, LLAMA_REF, PRISM_REF
+# (the ref_logits drivers built by tools/oracle/build.sh against bitnet.cpp, mainline llama.cpp
+# and PrismML's fork of llama.cpp, which reads Ternary-Bonsai's 128-value Q2_0 blocks as they are;
 # a row whose driver is not set is skipped, saying so), B (build dir, default build), OUT
 # (default $B/oracle-full: one folder per case, as tests/data/oracle/; a case already made
 # there is reused), THREADS (the reference's threads, default 2). Writes $OUT/results.txt: the
@@ -39,6 +40,8 @@ trilm-tq1_0-30l    models/trilm-3.9b-tq1_0.yaml    30 50688  1 llama
 bonsai-1.7b-28l    models/ternary-bonsai-1.7b.yaml 28 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-4b-36l      models/ternary-bonsai-4b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
 bonsai-8b-36l      models/ternary-bonsai-8b.yaml   36 151936 1 llama TWIN=1 PRE=qwen2
+bonsai-1.7b-28l-prism models/ternary-bonsai-1.7b.yaml 28 151936 1 prism PRE=qwen2
+bonsai-8b-36l-prism models/ternary-bonsai-8b.yaml  36 151936 1 prism PRE=qwen2
 llama3-8b-q4km-4l  models/llama-3-8b-q4_k_m.yaml   4  128256 1 llama
 llama3.2-1b-q4km-16l models/llama-3.2-1b-instruct-q4_k_m.yaml 16 128256 1 llama
 olmoe-q8-4l        models/olmoe-1b-7b.yaml         4  50304  1 llama
@@ -58,10 +61,13 @@ echo "$CASES" | while read -r name yaml layers vocab seed ref opts; do
         echo "full_size.sh: $name: reusing $OUT/$name"
         continue
     fi
-    drv=$([ "$ref" = bitnet ] && echo "${BITNET_REF:-}" || echo "${LLAMA_REF:-}")
-    label=$([ "$ref" = bitnet ] && echo "bitnet.cpp" || echo "mainline llama.cpp")
+    case $ref in
+    bitnet) drv=${BITNET_REF:-} var=BITNET_REF label="bitnet.cpp" ;;
+    prism) drv=${PRISM_REF:-} var=PRISM_REF label="PrismML's llama.cpp fork" ;;
+    *) drv=${LLAMA_REF:-} var=LLAMA_REF label="mainline llama.cpp" ;;
+    esac
     if [ -z "$drv" ]; then
-        echo "full_size.sh: $name: skipped: set $([ "$ref" = bitnet ] && echo BITNET_REF || echo LLAMA_REF) to a ref_logits driver (tools/oracle/build.sh)"
+        echo "full_size.sh: $name: skipped: set $var to a ref_logits driver (tools/oracle/build.sh)"
         continue
     fi
     # a seed the reference fails on: the next one, 3 tries

@@ -29,17 +29,23 @@
 #include <string>
 #include <vector>
 
-// The two API eras: bitnet.cpp's fork (llama_load_model_from_file, llama_kv_cache_clear, a bool
+// The API eras: bitnet.cpp's fork (llama_load_model_from_file, llama_kv_cache_clear, a bool
 // flash_attn, use_mmap) and mainline llama.cpp (llama_model_load_from_file, the memory API, a
-// vocab object, flash_attn_type, load_mode), told apart by a macro only mainline's llama.h defines.
-#ifdef LLAMA_STATE_SEQ_FLAGS_NONE
+// vocab object, flash_attn_type), told apart by a macro only the later llama.h defines; within
+// the later, mainline's load_mode (LLAMA_STATE_SEQ_FLAGS_NONE came with it) or, in forks taken
+// before it (PrismML's), use_mmap.
+#ifdef LLAMA_STATE_SEQ_FLAGS_SWA_ONLY
 static llama_model *load_model(const char *path, llama_model_params mp) { return llama_model_load_from_file(path, mp); }
 static int n_vocab(const llama_model *m) { return llama_vocab_n_tokens(llama_model_get_vocab(m)); }
 static void no_flash_attn(llama_context_params &cp) { cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED; }
 static llama_context *new_context(llama_model *m, llama_context_params cp) { return llama_init_from_model(m, cp); }
 static void clear_cache(llama_context *ctx) { llama_memory_clear(llama_get_memory(ctx), true); }
 static void free_model(llama_model *m) { llama_model_free(m); }
+#ifdef LLAMA_STATE_SEQ_FLAGS_NONE
 static void no_mmap(llama_model_params &mp) { mp.load_mode = LLAMA_LOAD_MODE_NONE; mp.use_extra_bufts = false; }
+#else
+static void no_mmap(llama_model_params &mp) { mp.use_mmap = false; mp.use_extra_bufts = false; }
+#endif
 #else
 static llama_model *load_model(const char *path, llama_model_params mp) { return llama_load_model_from_file(path, mp); }
 static int n_vocab(const llama_model *m) { return llama_n_vocab(m); }
