@@ -35,6 +35,10 @@ typedef struct {
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     cpu_qp_layout qpacked; /* ... and e->qp holds them in this layout (cpu_codec_qp_pack) */
+    /* the values a linear's input forms hold, or -1: its Q8_0 blocks (e->lin_q, lin_qd), its f16
+     * rounding (e->lin_x), its Q8_K codes (e->kq_q, kq_d, kq_s): q, k and v (gate and up) read one
+     * input, made once */
+    int lin_q8, lin_f16, lin_q8k;
     bool amx;              /* the step may use the AMX tiles (cpu_engine_amx_step) */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
@@ -491,20 +495,29 @@ static int moe(cpu_run *r, const cpu_step_op *so)
 /* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
  * vec_dot_type of F16), Q4_K / Q6_K weights its Q8_K codes (theirs), Q8_0 / Q4_0 / Q2_0 weights
  * the input quantized to Q8_0 blocks (theirs; cpu_qdot.h), F32 weights the input as it is. */
+/* the op's input in the form body makes (into the buffers *held names the value of), unless
+ * they hold it already */
+static void linear_input(cpu_run *r, const cpu_step_op *so, int *held, body_fn body)
+{
+    if (*held == so->op->in[0])
+        return;
+    par_for(r, so, r->s->n, 1, body, r->s->n > 1);
+    *held = so->op->in[0];
+}
+
 static void linear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
-    const int n = r->s->n;
     const uint32_t type = cpu_w(e, so->tensor, r->layer)->type;
     if (cpu_qdot_has(type)) {
-        par_for(r, so, n, 1, linear_q_body, n > 1);
+        linear_input(r, so, &r->lin_q8, linear_q_body);
         par_for(r, so, WIDTH(e, so->op->out), 16, linear_qdot_body, true);
         return;
     }
     if (type == FMT_F16)
-        par_for(r, so, n, 1, linear_x_body, n > 1);
+        linear_input(r, so, &r->lin_f16, linear_x_body);
     if (cpu_kq_has(type))
-        par_for(r, so, n, 1, kq_quant_body, n > 1);
+        linear_input(r, so, &r->lin_q8k, kq_quant_body);
     par_for(r, so, WIDTH(e, so->op->out), 16, linear_body, true);
 }
 
@@ -545,6 +558,7 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
     cpu_engine *e = r->e;
     const cpu_step *s = r->s;
     const int dim = WIDTH(e, so->op->in[0]);
+    r->lin_q8 = r->lin_q8k = -1; /* the head's rows take those buffers */
     for (int r0 = 0; r0 < s->n_head_rows; r0 += CPU_MAX_ROWS) {
         r->head_chunk = s->n_head_rows - r0 < CPU_MAX_ROWS ? s->n_head_rows - r0 : CPU_MAX_ROWS;
         r->head_chunk_out = s->head_out + (size_t)r0 * e->vocab;
@@ -588,6 +602,12 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     }
     if (op->out >= 0 && op->out == r->qvalue)
         r->qvalue = -1; /* the codes no longer match the value */
+    if (op->out >= 0 && op->out == r->lin_q8)
+        r->lin_q8 = -1;
+    if (op->out >= 0 && op->out == r->lin_f16)
+        r->lin_f16 = -1;
+    if (op->out >= 0 && op->out == r->lin_q8k)
+        r->lin_q8k = -1;
 }
 
 static double now_ns(void)
@@ -608,7 +628,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
             return -1;
         }
     cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1,
-                 .err = err};
+                 .lin_q8 = -1, .lin_f16 = -1, .lin_q8k = -1, .err = err};
     r.amx = cpu_engine_amx_step(e, r.isa_mm, step->n);
     if (e->xc)
         cpu_xcache_count_tokens(e->xc, step->n);
