@@ -1124,6 +1124,15 @@ static void test_linear_vs_reference(void **st)
     s_prompt_only = false;
 }
 
+/* tests/data/linear-reuse-tiny.yaml: each linear reads x just rewritten by an add, one matrix of
+ * each input form (Q8_0, F16, Q4_K) a layer, 2 layers: a form kept past its value's rewrite
+ * would feed layer 1 layer 0's codes. linear_rule, as the other linear variants. */
+static void test_linear_reuse(void **st)
+{
+    (void)st;
+    variant_vs_reference("tests/data/linear-reuse-tiny.yaml", "build/test-e2e-reuse.gguf", 29, linear_rule);
+}
+
 /* The block-quantized `linear` matrices (tests/data/q-linear-tiny.yaml: Q8_0, Q2_0 in PrismML's
  * blocks of 128, Q4_0, Q2_0; Q4_0 embedding, Q2_0 head). mkmodel writes the 128-value matrix as
  * type 42, so the GGUF reader's relabelling (runtime/gguf/rt_gguf.c) runs too (a Q2_0 matrix
@@ -1968,7 +1977,7 @@ int main(void)
         cmocka_unit_test(test_q8k_vs_reference),
         cmocka_unit_test(test_q8k_needs_tq),
         cmocka_unit_test(test_linear_vs_reference),
-        cmocka_unit_test(test_qlinear_vs_reference),
+        cmocka_unit_test(test_qlinear_vs_reference), cmocka_unit_test(test_linear_reuse),
         cmocka_unit_test(test_qwen3_vs_reference),
         cmocka_unit_test(test_bitnet_embedding_vs_reference),
         cmocka_unit_test(test_device_limits),
