@@ -230,7 +230,7 @@ void cpu_add(const float *a, const float *b, int64_t n, float *y)
 /* ---- activations: the expressions of gen/gen_act.c's reference column; the sigmoid family
  * (silu, swish, silu_clamp) with cpu_exp.h's exp instead of the C library's, so its vector forms
  * below give the scalar form's bits at every level (within a few ulp of the reference:
- * test_cpu states the rule) ---- */
+ * tests/test_cpu_ops.c states the rule) ---- */
 
 static inline float relu2(float a, const float *p)
 {
@@ -289,13 +289,13 @@ static void sig_rest(sig_kind k, const float *a, const float *b, int i, int n, c
 /* b < -p ? -p : b > p ? p : b, as clamp_b (a NaN b stays) */
 CPU_TARGET_AVX512 static inline __m512 clamp_u16(__m512 u, __m512 pv)
 {
-    const __m512 np = _mm512_sub_ps(_mm512_setzero_ps(), pv);
+    const __m512 np = _mm512_xor_ps(pv, _mm512_set1_ps(-0.0f)); /* -p: the sign flipped, as C's */
     const __mmask16 lo = _mm512_cmp_ps_mask(u, np, _CMP_LT_OQ), hi = _mm512_cmp_ps_mask(u, pv, _CMP_GT_OQ);
     return _mm512_mask_blend_ps(lo, _mm512_mask_blend_ps(hi, u, pv), np);
 }
 CPU_TARGET_AVX2 static inline __m256 clamp_u8(__m256 u, __m256 pv)
 {
-    const __m256 np = _mm256_sub_ps(_mm256_setzero_ps(), pv);
+    const __m256 np = _mm256_xor_ps(pv, _mm256_set1_ps(-0.0f));
     const __m256 hi = _mm256_blendv_ps(u, pv, _mm256_cmp_ps(u, pv, _CMP_GT_OQ));
     return _mm256_blendv_ps(hi, np, _mm256_cmp_ps(u, np, _CMP_LT_OQ));
 }
