@@ -25,6 +25,10 @@
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
+/* A linear's input forms, each in buffers of its own: Q8_0 blocks (e->lin_q, lin_qd), the f16
+ * rounding (e->lin_x), Q8_K codes (e->kq_q, kq_d, kq_s) */
+typedef enum { LIN_Q8_0, LIN_F16, LIN_Q8_K, LIN_FORMS } lin_form;
+
 /* The walk of one step: the engine, the step's inputs and outputs, and what the walk keeps
  * between ops (the layer, the value whose int8 codes e->q holds, the LM head's chunk). */
 typedef struct {
@@ -35,10 +39,9 @@ typedef struct {
     int qvalue;            /* the value e->q holds the codes of, or -1 */
     bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
     cpu_qp_layout qpacked; /* ... and e->qp holds them in this layout (cpu_codec_qp_pack) */
-    /* the values a linear's input forms hold, or -1: its Q8_0 blocks (e->lin_q, lin_qd), its f16
-     * rounding (e->lin_x), its Q8_K codes (e->kq_q, kq_d, kq_s): q, k and v (gate and up) read one
-     * input, made once */
-    int lin_q8, lin_f16, lin_q8k;
+    /* the value each of a linear's input forms holds, or -1 (enum lin_form): q, k and v (gate and
+     * up) read one input, made once */
+    int lin[LIN_FORMS];
     bool amx;              /* the step may use the AMX tiles (cpu_engine_amx_step) */
     int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
     float *head_chunk_out; /* its first row's logits */
@@ -492,32 +495,31 @@ static int moe(cpu_run *r, const cpu_step_op *so)
 
 /* ---- ops ---- */
 
+/* the op's input in form f (body makes it), unless its buffers hold that value already */
+static void linear_input(cpu_run *r, const cpu_step_op *so, lin_form f, body_fn body)
+{
+    if (r->lin[f] == so->op->in[0])
+        return;
+    par_for(r, so, r->s->n, 1, body, r->s->n > 1);
+    r->lin[f] = so->op->in[0];
+}
+
 /* linear, llama.cpp's CPU numerics: F16 weights multiply the input rounded to f16 (ggml-cpu's
  * vec_dot_type of F16), Q4_K / Q6_K weights its Q8_K codes (theirs), Q8_0 / Q4_0 / Q2_0 weights
  * the input quantized to Q8_0 blocks (theirs; cpu_qdot.h), F32 weights the input as it is. */
-/* the op's input in the form body makes (into the buffers *held names the value of), unless
- * they hold it already */
-static void linear_input(cpu_run *r, const cpu_step_op *so, int *held, body_fn body)
-{
-    if (*held == so->op->in[0])
-        return;
-    par_for(r, so, r->s->n, 1, body, r->s->n > 1);
-    *held = so->op->in[0];
-}
-
 static void linear(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
     const uint32_t type = cpu_w(e, so->tensor, r->layer)->type;
     if (cpu_qdot_has(type)) {
-        linear_input(r, so, &r->lin_q8, linear_q_body);
+        linear_input(r, so, LIN_Q8_0, linear_q_body);
         par_for(r, so, WIDTH(e, so->op->out), 16, linear_qdot_body, true);
         return;
     }
     if (type == FMT_F16)
-        linear_input(r, so, &r->lin_f16, linear_x_body);
+        linear_input(r, so, LIN_F16, linear_x_body);
     if (cpu_kq_has(type))
-        linear_input(r, so, &r->lin_q8k, kq_quant_body);
+        linear_input(r, so, LIN_Q8_K, kq_quant_body);
     par_for(r, so, WIDTH(e, so->op->out), 16, linear_body, true);
 }
 
@@ -558,7 +560,7 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
     cpu_engine *e = r->e;
     const cpu_step *s = r->s;
     const int dim = WIDTH(e, so->op->in[0]);
-    r->lin_q8 = r->lin_q8k = -1; /* the head's rows take those buffers */
+    r->lin[LIN_Q8_0] = r->lin[LIN_Q8_K] = -1; /* the head's rows take those buffers */
     for (int r0 = 0; r0 < s->n_head_rows; r0 += CPU_MAX_ROWS) {
         r->head_chunk = s->n_head_rows - r0 < CPU_MAX_ROWS ? s->n_head_rows - r0 : CPU_MAX_ROWS;
         r->head_chunk_out = s->head_out + (size_t)r0 * e->vocab;
@@ -602,12 +604,9 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     }
     if (op->out >= 0 && op->out == r->qvalue)
         r->qvalue = -1; /* the codes no longer match the value */
-    if (op->out >= 0 && op->out == r->lin_q8)
-        r->lin_q8 = -1;
-    if (op->out >= 0 && op->out == r->lin_f16)
-        r->lin_f16 = -1;
-    if (op->out >= 0 && op->out == r->lin_q8k)
-        r->lin_q8k = -1;
+    for (int f = 0; f < LIN_FORMS; f++)
+        if (op->out >= 0 && op->out == r->lin[f])
+            r->lin[f] = -1;
 }
 
 static double now_ns(void)
@@ -628,7 +627,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
             return -1;
         }
     cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1,
-                 .lin_q8 = -1, .lin_f16 = -1, .lin_q8k = -1, .err = err};
+                 .lin = {-1, -1, -1}, .err = err};
     r.amx = cpu_engine_amx_step(e, r.isa_mm, step->n);
     if (e->xc)
         cpu_xcache_count_tokens(e->xc, step->n);

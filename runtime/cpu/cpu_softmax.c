@@ -5,8 +5,6 @@
 #include "cpu/cpu_exp.h"
 
 #include <math.h>
-#include <stdint.h>
-#include <string.h>
 
 #if CPU_X86
 #include <immintrin.h>
