@@ -170,8 +170,8 @@ static int parse_hparams(gen_yaml *y, yaml_node_t *n, bool keep, gen_hparams *hp
     if (hp->n_heads % hp->n_kv_heads)
         return gen_yaml_fail(y, either(y, n, "n_kv_heads", "n_heads"), "n_heads (%d) is not a multiple of n_kv_heads (%d)",
                              hp->n_heads, hp->n_kv_heads);
-    if (hp->head_dim % 8) /* the attention reads q and K rows 8 elements (16 bytes of F16) at a time */
-        return gen_yaml_fail(y, either(y, n, "head_dim", "head_dim"), "head_dim (%d) must be a multiple of 8",
+    if (hp->head_dim % 4) /* the attention reads q and K rows 8 or 4 elements (16 or 8 bytes of F16) at a time */
+        return gen_yaml_fail(y, either(y, n, "head_dim", "head_dim"), "head_dim (%d) must be a multiple of 4",
                              hp->head_dim);
     if ((int64_t)hp->n_heads * hp->head_dim > GEN_MAX_WIDTH) /* kv_dim <= q_dim */
         return gen_yaml_fail(y, either(y, n, "n_heads", "head_dim"), "q_dim = n_heads * head_dim = %lld is more "

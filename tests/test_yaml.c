@@ -355,7 +355,7 @@ static const bad_case k_bad[] = {
     {"n_kv_heads: 2", "n_kv_heads: 3", "t.yaml:6:15: n_heads (4) is not a multiple of n_kv_heads (3)"},
     {"ffn_dim: 384", "ffn_dim: 320", "t.yaml:23:63: tensor 'wd': i2_s input width ne0 = 320 is not a multiple of 128"},
     {"dims: 64}", "dims: 128}", "t.yaml:10:44: rope.dims (128) exceeds head_dim (64)"},
-    {"head_dim: 64", "head_dim: 60", "t.yaml:7:13: head_dim (60) must be a multiple of 8"},
+    {"head_dim: 64", "head_dim: 62", "t.yaml:7:13: head_dim (62) must be a multiple of 4"},
     {"  n_heads: 4\n", "  n_heads: 4\n  dim: 512\n", "t.yaml:6:3: duplicate key 'dim' in hparams (first at line 4)"},
     {"{op: silu_mul, in: [gate, up], out: f}", "{op: silu_mul, in: [gate, up], out: f, in: [up, up]}",
      "t.yaml:40:46: duplicate key 'in' in op in forward.layer (first at line 40)"},

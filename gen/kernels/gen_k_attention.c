@@ -82,27 +82,40 @@ static int attn_shared_bytes(int R, int hd, bool f16)
     return R * hd * (4 + (f16 ? 2 : 4)) + R * 4;
 }
 
-/* dot[r] += q_r[d] * key[base + d] over d < hd, for the R rows: q packed as F16 pairs
- * (qf16, qsh4: uvec4 [R][hd / 8], 8 halves a load) or f32 (qsh4: vec4 [R][hd / 4], two
- * loads), the key read 8 elements a step: key4 is
- * a uvec4 view of the F16 cache (one load) or a vec4 view of the F32 one (two loads);
- * with key4 NULL, `key` is an f32 array read element by element (the folded kv write's
- * row in shared memory). base (elements) is a multiple of 8 (the model loader makes
- * head_dim one). Per row the products are summed in the order d = 0, 1, ... */
+/* Elements of q and of a key row one step of the dot reads: 8 (16 bytes of F16), or 4 where
+ * head_dim is 4 more than a multiple of 8 (1bitLLM's 3B: 100), so that every head's slice
+ * of a cache row (kvoff = head x head_dim) stays aligned to the view that reads it. */
+static int att_step(int hd)
+{
+    return hd % 8 ? 4 : 8;
+}
+
+/* dot[r] += q_r[d] * key[base + d] over d < hd, for the R rows, W = att_step(hd) elements a
+ * step: q packed as F16 pairs (qf16, qsh4: uvec4 [R][hd / 8] or uvec2 [R][hd / 4], one load a
+ * step) or f32 (qsh4: vec4 [R][hd / 4], W / 4 loads); key4 is a uvec4 / uvec2 view of the F16
+ * cache (one load) or a vec4 view of the F32 one (W / 4 loads); with key4 NULL, `key` is an
+ * f32 array read element by element (the folded kv write's row in shared memory). base
+ * (elements) is a multiple of W (the model loader makes head_dim one). Per row the products
+ * are summed in the order d = 0, 1, ... whatever W is. */
 static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, dsl_expr key, dsl_expr base, bool f16,
                        int R, int hd, const dsl_expr *dot)
 {
-    dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 ? 3 : 2))) : base;
-    dsl_expr d = dsl_for(k, "d", U(0), dsl_const_u32(k, "DOT_STEPS", hd / 8), NULL); /* 8 elements a step */
-    dsl_expr qrow = dsl_const_u32(k, "Q_ROW_VEC4", qf16 ? hd / 8 : hd / 4); /* a row of qsh */
+    const int W = att_step(hd);
+    dsl_expr kb = key4 ? dsl_let(k, "kb4", dsl_shr(k, base, U(f16 && W == 8 ? 3 : 2))) : base;
+    dsl_expr d = dsl_for(k, "d", U(0), dsl_const_u32(k, "DOT_STEPS", (uint32_t)(hd / W)), NULL); /* W elements a step */
+    dsl_expr qrow = dsl_const_u32(k, "Q_ROW_VEC4", qf16 ? hd / W : hd / 4); /* a row of qsh */
     dsl_expr kv[8];
     if (key4 && f16) {
         dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, kb, d)));
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < W / 2; c++) {
             dsl_expr pair = dsl_let(k, "kh", dsl_unpack_half2x16(k, dsl_comp(k, w, c)));
             kv[2 * c] = dsl_let(k, "kv", dsl_comp(k, pair, 0));
             kv[2 * c + 1] = dsl_let(k, "kv", dsl_comp(k, pair, 1));
         }
+    } else if (key4 && W == 4) {
+        dsl_expr w0 = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, kb, d)));
+        for (int c = 0; c < 4; c++)
+            kv[c] = dsl_comp(k, w0, c);
     } else if (key4) {
         dsl_expr d2 = dsl_let(k, "d2", dsl_add(k, kb, dsl_mul(k, d, U(2))));
         dsl_expr w0 = dsl_let(k, "kw", dsl_load(k, key4, d2));
@@ -112,11 +125,17 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, d
             kv[4 + c] = dsl_comp(k, w1, c);
         }
     } else {
-        dsl_expr d8 = dsl_let(k, "d8", dsl_add(k, kb, dsl_mul(k, d, U(8))));
-        for (int e = 0; e < 8; e++)
+        dsl_expr d8 = dsl_let(k, W == 8 ? "d8" : "d4", dsl_add(k, kb, dsl_mul(k, d, U((uint32_t)W))));
+        for (int e = 0; e < W; e++)
             kv[e] = dsl_let(k, "kv", dsl_load(k, key, dsl_add(k, d8, U((uint32_t)e))));
     }
     for (int r = 0; r < R; r++) {
+        if (!qf16 && W == 4) { /* 4 f32 elements: one vec4 load */
+            dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d) : d));
+            for (int e = 0; e < 4; e++)
+                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qw, e), kv[e]));
+            continue;
+        }
         if (!qf16) { /* 8 f32 elements: two vec4 loads */
             dsl_expr d2q = dsl_mul(k, d, U(2));
             dsl_expr q2 = dsl_let(k, "q2", r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d2q) : d2q);
@@ -127,7 +146,7 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, d
             continue;
         }
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d) : d));
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < W / 2; c++) {
             dsl_expr qp = dsl_let(k, "qp", dsl_unpack_half2x16(k, dsl_comp(k, qw, c)));
             dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qp, 0), kv[2 * c]));
             dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qp, 1), kv[2 * c + 1]));
@@ -221,8 +240,8 @@ static int att_name(const att_ctx *c, char *name, size_t n, char *err)
         snprintf(err, GEN_ERR_LEN, "%s: a rope with rope.base_swa is not folded into attention", kop->label);
         return -1;
     }
-    if (c->hd % 8) { /* gen_model refuses such a head_dim */
-        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 8", kop->label, c->hd);
+    if (c->hd % 4) { /* gen_model refuses such a head_dim */
+        snprintf(err, GEN_ERR_LEN, "%s: head_dim %d is not a multiple of 4", kop->label, c->hd);
         return -1;
     }
     return 0;
@@ -239,8 +258,8 @@ static void att_bind(att_ctx *c, const gen_graph *g, gen_kernel_out *out)
     c->vc = dsl_buffer(k, "vcache", c->f16 ? DSL_F16 : DSL_F32, c->kvw ? DSL_READWRITE : DSL_READONLY);
     gen_out_arg(out, RT_ARG_KCACHE, 0);
     gen_out_arg(out, RT_ARG_VCACHE, 0);
-    /* K rows read 16 bytes at a time (every row slice starts 16-byte aligned) */
-    c->kc4 = dsl_buffer_view(k, "kcache4", c->kc, c->f16 ? DSL_UVEC4 : DSL_VEC4);
+    /* K rows read att_step(hd) elements at a time (every head's slice starts aligned to it) */
+    c->kc4 = dsl_buffer_view(k, "kcache4", c->kc, !c->f16 ? DSL_VEC4 : att_step(c->hd) == 8 ? DSL_UVEC4 : DSL_UVEC2);
     c->y = dsl_buffer(k, c->S ? "part" : "y", DSL_F32, c->merge ? DSL_READWRITE | DSL_COHERENT : DSL_WRITEONLY);
     gen_out_val(out, g, c->merge ? kop->part : kop->out);
     if (c->merge) { /* with the next norm, its last workgroup reads y back */
@@ -268,9 +287,10 @@ static void att_rows(att_ctx *c)
     c->HD = dsl_const_u32(k, "HD", hd);
     c->QROW = dsl_const_u32(k, "Q_ROW_STRIDE", c->QD);   /* one token's q (and y) */
     c->KVROW = dsl_const_u32(k, "KV_ROW_STRIDE", c->KVD); /* one cache row */
-    /* q of the R rows (F16 cache: F16-rounded, uvec4 of 8 halves; F32: vec4), the chunk's
-     * probabilities (also q's f32 staging before packing) and maxima */
-    c->qsh = c->f16 ? dsl_shared(k, "qsh", DSL_UVEC4, (uint32_t)(R * hd / 8))
+    /* q of the R rows (F16 cache: F16-rounded, uvec4 of 8 halves or uvec2 of 4 (att_step);
+     * F32: vec4), the chunk's probabilities (also q's f32 staging before packing) and maxima */
+    const int QW = att_step(hd);
+    c->qsh = c->f16 ? dsl_shared(k, "qsh", QW == 8 ? DSL_UVEC4 : DSL_UVEC2, (uint32_t)(R * hd / QW))
                     : dsl_shared(k, "qsh", DSL_VEC4, (uint32_t)(R * hd / 4));
     const int P = sc_lanes(R);
     c->sc = dsl_shared(k, "sc", P == 4 ? DSL_VEC4 : P == 2 ? DSL_VEC2 : DSL_F32, (uint32_t)(R * hd / P));
@@ -318,10 +338,10 @@ static void att_rows(att_ctx *c)
                                                   U(0)));
 }
 
-/* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code),
- * with an F16 cache rounded to F16 and packed 8 halves per uvec4 into qsh, with an F32
- * cache copied as it is, 4 per vec4; rows of tokens past the step's stay 0. Also resets
- * the chunk maxima. */
+/* Q of each row (rotated here when the rope of q is fused: the ROPE kernel's code), with an
+ * F16 cache rounded to F16 and packed W = att_step(hd) halves per uvec4 / uvec2 into qsh,
+ * with an F32 cache copied as it is, 4 per vec4; rows of tokens past the step's stay 0. Also
+ * resets the chunk maxima. */
 static void att_load_q(att_ctx *c)
 {
     dsl_kernel *k = c->k;
@@ -355,30 +375,34 @@ static void att_load_q(att_ctx *c)
         dsl_end(k);
     }
     dsl_barrier(k);
-    /* 8 halves per uvec4 (exact: the values are F16 already) or two vec4; m = block, rows / P */
+    /* W halves per uvec4 / uvec2 (exact: the values are F16 already) or W / 4 vec4; m = block,
+     * rows / P */
+    const int W = att_step(hd);
     dsl_expr SCK = SC_KEY_STRIDE(k, R);
-    dsl_expr m = dsl_for(k, "m", lid, dsl_const_u32(k, "Q_PACK_ITEMS", hd / 8 * (R / P)), c->HD);
+    dsl_expr m = dsl_for(k, "m", lid, dsl_const_u32(k, "Q_PACK_ITEMS", (uint32_t)(hd / W * (R / P))), c->HD);
     dsl_expr blk = dsl_let(k, "blk", dsl_div(k, m, SCK));
     dsl_expr rg = dsl_let(k, "rg", dsl_mod(k, m, SCK));
     for (int l = 0; l < P; l++) {
         dsl_expr h[8], h2[4];
-        for (int e = 0; e < 8; e++) {
-            dsl_expr el = dsl_load(k, c->sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U(8)), U((uint32_t)e)),
+        for (int e = 0; e < W; e++) {
+            dsl_expr el = dsl_load(k, c->sc, dsl_add(k, dsl_mul(k, dsl_add(k, dsl_mul(k, blk, U((uint32_t)W)),
+                                                                            U((uint32_t)e)),
                                                                 SCK), rg));
             h[e] = P > 1 ? dsl_comp(k, el, l) : el;
         }
         dsl_expr row = dsl_add(k, dsl_mul(k, rg, U((uint32_t)P)), U((uint32_t)l));
         if (!c->f16) {
             dsl_expr at = dsl_let(k, "qa", dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / 4)),
-                                                   dsl_mul(k, blk, U(2))));
+                                                   W == 8 ? dsl_mul(k, blk, U(2)) : blk));
             dsl_store(k, c->qsh, at, dsl_vec4(k, h[0], h[1], h[2], h[3]));
-            dsl_store(k, c->qsh, dsl_add(k, at, U(1)), dsl_vec4(k, h[4], h[5], h[6], h[7]));
+            if (W == 8)
+                dsl_store(k, c->qsh, dsl_add(k, at, U(1)), dsl_vec4(k, h[4], h[5], h[6], h[7]));
             continue;
         }
-        for (int e = 0; e < 4; e++)
+        for (int e = 0; e < W / 2; e++)
             h2[e] = dsl_pack_half2x16(k, dsl_vec2(k, h[2 * e], h[2 * e + 1]));
-        dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / 8)), blk),
-                  dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]));
+        dsl_store(k, c->qsh, dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / W)), blk),
+                  W == 8 ? dsl_vec4(k, h2[0], h2[1], h2[2], h2[3]) : dsl_vec2(k, h2[0], h2[1]));
     }
     dsl_end(k);
     dsl_barrier(k);
