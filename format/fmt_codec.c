@@ -110,8 +110,9 @@ static const struct {
      "... I2_S 1), which runs here where every matrix's input width is a multiple of 128"},
     {39, "TL2 (bitnet.cpp's x86 lookup-table layout) or MXFP4 (llama.cpp)",
      "; for a bitnet.cpp TL2 file, convert the checkpoint to I2_S instead (setup_env.py -q i2_s, or "
-     "llama-quantize ... I2_S 1), which runs here where every matrix's input width is a multiple of 128 "
-     "(not bitnet_b1_58-3B's 8640)"},
+     "llama-quantize ... I2_S 1), which runs here where every matrix's input width is a multiple of 128; "
+     "bitnet_b1_58-3B (widths 3200 and 8640): llama.cpp's convert_hf_to_gguf.py, then llama-quantize ... "
+     "TQ2_0"},
     {41, "Q1_0", NULL},
 };
 

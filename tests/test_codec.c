@@ -121,7 +121,8 @@ static void test_sizes(void **state)
     assert_int_equal(fmt_nbytes(38, ne, err), 0);
     assert_true(strstr(err, "type 38 is TL1") && strstr(err, "I2_S"));
     assert_int_equal(fmt_nbytes(39, ne, err), 0);
-    assert_true(strstr(err, "TL2") && strstr(err, "MXFP4") && strstr(err, "setup_env.py -q i2_s"));
+    assert_true(strstr(err, "TL2") && strstr(err, "MXFP4") && strstr(err, "setup_env.py -q i2_s") &&
+                strstr(err, "bitnet_b1_58-3B") && strstr(err, "TQ2_0")); /* the 3B: llama.cpp's file */
     assert_int_equal(fmt_nbytes(FMT_Q4_K, ne, err), 3 * 144);
     assert_int_equal(fmt_nbytes(FMT_Q6_K, ne, err), 3 * 210);
     assert_int_equal(fmt_nbytes(13, ne, err), 0);

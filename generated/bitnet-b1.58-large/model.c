@@ -284,34 +284,34 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qr", "kr"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/bitnet-b1.58-large.yaml:61: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/bitnet-b1.58-large.yaml:63: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:63: rmsnorm attn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/bitnet-b1.58-large.yaml:64: bitlinear attn_q", {0}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/bitnet-b1.58-large.yaml:65: bitlinear attn_k", {0}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/bitnet-b1.58-large.yaml:66: bitlinear attn_v", {0}},
-    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:67: rope", {0}},
-    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:68: rope", {0}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:69: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:70: attention", {0}},
-    {RT_CPU_NORM, {V_a, -1}, V_an, T_attn_sub_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:71: rmsnorm attn_sub_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, -1, NULL, "models/bitnet-b1.58-large.yaml:72: bitlinear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:73: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:74: rmsnorm ffn_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/bitnet-b1.58-large.yaml:75: bitlinear ffn_gate", {0}},
-    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/bitnet-b1.58-large.yaml:76: bitlinear ffn_up", {0}},
-    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/bitnet-b1.58-large.yaml:77: silu_mul", {0}},
-    {RT_CPU_NORM, {V_f, -1}, V_fn, T_ffn_sub_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:78: rmsnorm ffn_sub_norm", {9.99999975e-06f}},
-    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, -1, NULL, "models/bitnet-b1.58-large.yaml:79: bitlinear ffn_down", {0}},
-    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:80: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:65: rmsnorm attn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/bitnet-b1.58-large.yaml:66: bitlinear attn_q", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/bitnet-b1.58-large.yaml:67: bitlinear attn_k", {0}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/bitnet-b1.58-large.yaml:68: bitlinear attn_v", {0}},
+    {RT_CPU_ROPE, {V_q, -1}, V_qr, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:69: rope", {0}},
+    {RT_CPU_ROPE, {V_k, -1}, V_kr, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:70: rope", {0}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:71: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:72: attention", {0}},
+    {RT_CPU_NORM, {V_a, -1}, V_an, T_attn_sub_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:73: rmsnorm attn_sub_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_an, -1}, V_o, T_attn_output, -1, NULL, "models/bitnet-b1.58-large.yaml:74: bitlinear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:75: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:76: rmsnorm ffn_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_gate, T_ffn_gate, -1, NULL, "models/bitnet-b1.58-large.yaml:77: bitlinear ffn_gate", {0}},
+    {RT_CPU_BITLINEAR, {V_g, -1}, V_up, T_ffn_up, -1, NULL, "models/bitnet-b1.58-large.yaml:78: bitlinear ffn_up", {0}},
+    {RT_CPU_ACT_MUL, {V_gate, V_up}, V_f, -1, -1, "silu", "models/bitnet-b1.58-large.yaml:79: silu_mul", {0}},
+    {RT_CPU_NORM, {V_f, -1}, V_fn, T_ffn_sub_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:80: rmsnorm ffn_sub_norm", {9.99999975e-06f}},
+    {RT_CPU_BITLINEAR, {V_fn, -1}, V_d, T_ffn_down, -1, NULL, "models/bitnet-b1.58-large.yaml:81: bitlinear ffn_down", {0}},
+    {RT_CPU_ADD, {V_x, V_d}, V_x, -1, -1, NULL, "models/bitnet-b1.58-large.yaml:82: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:82: rmsnorm output_norm", {9.99999975e-06f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/bitnet-b1.58-large.yaml:83: lm_head token_embd", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/bitnet-b1.58-large.yaml:84: rmsnorm output_norm", {9.99999975e-06f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_token_embd, -1, NULL, "models/bitnet-b1.58-large.yaml:85: lm_head token_embd", {0}},
 };
 
 static const char manifest[] =
     "model bitnet-b1.58-large\n"
-    "source models/bitnet-b1.58-large.yaml fnv64:fac0720aa13e408b\n"
+    "source models/bitnet-b1.58-large.yaml fnv64:0578886b5c17a515\n"
     "fusion on\n"
     "kernels 24\n"
     "kernel embed_f16_n1536_nextnorm glsl-fnv64:1442620b3e542c18\n"

@@ -28,6 +28,9 @@ THREADS=${THREADS:-2}
 # name | description | layers | vocabulary | first seed | reference | mkmodel options (ENV=value)
 CASES='
 bitnet-large-24l   models/bitnet-b1.58-large.yaml  24 32002  1 bitnet TOK=spm
+bitnet-large-tq2_0-24l models/bitnet-b1.58-large-tq2_0.yaml 24 32002 1 llama TOK=spm
+bitnet-large-tq1_0-24l models/bitnet-b1.58-large-tq1_0.yaml 24 32002 1 llama TOK=spm
+bitnet-3b-26l      models/bitnet-b1.58-3b.yaml     26 32002  1 llama TOK=spm
 falcon3-1b-18l     models/falcon3-1b-1.58bit.yaml  18 131072 1 bitnet
 falcon3-3b-22l     models/falcon3-3b-1.58bit.yaml  22 131072 1 bitnet
 falcon3-7b-8l      models/falcon3-7b-1.58bit.yaml  8  131072 1 bitnet
