@@ -146,8 +146,8 @@ uint64_t fmt_nbytes(uint32_t type, const int64_t ne[4], char *err)
     }
     if (ne[0] % c->blk) {
         if (err)
-            snprintf(err, FMT_ERR_LEN, "%s needs ne0 to be a multiple of %u, got ne0 %lld", c->name, c->blk,
-                     (long long)ne[0]);
+            snprintf(err, FMT_ERR_LEN, "%s needs ne0 to be a multiple of %u, got ne0 %lld%s", c->name, c->blk,
+                     (long long)ne[0], c->misfit ? c->misfit : "");
         return 0;
     }
     uint64_t nb = n / c->blk;

@@ -75,6 +75,8 @@ typedef struct fmt_codec {
                            * writes file_type. 0: the id is the file's */
     const char *weights;  /* ternary formats: the `--weights` spelling that re-encodes an I2_S
                            * file's matrices into this format at load ("tq1"); NULL: none */
+    const char *misfit;   /* appended to the refusal of a tensor whose ne0 is no multiple of blk:
+                           * where such files come from and what runs instead; NULL: nothing */
 
     /* Load-time check of a whole tensor (data: nbytes of fmt_nbytes), run by the GGUF
      * reader on every tensor of this type. NULL: nothing beyond the size rule. Returns 0,

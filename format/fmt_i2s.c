@@ -72,6 +72,9 @@ static void i2s_encode_tail(float s, uint8_t *tail)
 const fmt_codec fmt_codec_i2s = {
     .type = FMT_I2_S, .name = "I2_S", .yaml = "i2_s", .blk = I2S_BLK, .blk_bytes = I2S_BLK_BYTES,
     .tail_bytes = I2S_TAIL, .uses = FMT_USE_TERNARY,
+    /* bitnet.cpp's quantizer writes such a file without a word and its x86 kernels misread it */
+    .misfit = " (bitnet.cpp's x86 I2_S cannot hold such rows, e.g. bitnet_b1_58-3B's 8640; llama.cpp's "
+              "convert_hf_to_gguf.py, then llama-quantize ... TQ2_0, gives a file that runs here)",
     .check = i2s_check, .decode = i2s_decode, .encode = i2s_encode,
     .decode_ternary = i2s_decode_ternary, .tail_scale = i2s_tail_scale, .encode_tail = i2s_encode_tail,
 };

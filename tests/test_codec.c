@@ -133,6 +133,7 @@ static void test_sizes(void **state)
     ne[0] = 100;
     assert_int_equal(fmt_nbytes(FMT_I2_S, ne, err), 0);
     assert_non_null(strstr(err, "multiple of 128"));
+    assert_non_null(strstr(err, "llama-quantize ... TQ2_0")); /* the row's misfit: where to go instead */
     ne[0] = 128; /* K-quants: blocks of 256 */
     assert_int_equal(fmt_nbytes(FMT_Q4_K, ne, err), 0);
     assert_non_null(strstr(err, "multiple of 256"));
