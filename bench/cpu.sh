@@ -8,13 +8,14 @@
 #
 # Files: tests/data/bitnet-kjv/model.gguf, fixture B (bitnet-2b-shape, found as the suites find
 # it), and a random full 2B4T-shape file ($RAND_2B, written with tools/mkmodel when absent).
-# TERNION_BIN (default $B/ternion), THREADS (default "1 2"), RUNS (default 3), LAVAPIPE=0 leaves lavapipe out (it takes minutes
+# TERNION_BIN (default $B/ternion), THREADS (default "1 2"), RUNS (default 3), PP (the prompt's tokens, default
+# 128: PP=512 gives pp512 for every engine), LAVAPIPE=0 leaves lavapipe out (it takes minutes
 # per 2B4T run), FILES to name other files (each must fit a model built into build/ternion; a
 # file with `@llama` after its name is compared with mainline llama.cpp, $LLAMA_CPP/bin/llama-bench,
 # the reference for TQ1_0/TQ2_0 and other non-I2_S files; one with `@prism` with PrismML's fork of
 # llama.cpp, $PRISM_LLAMA/bin/llama-bench, the engine Ternary-Bonsai's files (Q2_0 in blocks of
 # 128) are made for; the others with bitnet.cpp, $BITNET_CPP/bin/llama-bench).
-# The peers: llama-bench -p 128 -n 64 -t N. Ternion: the CLI with a 128-token --tokens prompt,
+# The peers: llama-bench -p PP -n 64 -t N. Ternion: the CLI with a PP-token --tokens prompt,
 # -n 64 --temp 0 --ignore-eos, --device cpu -t N (lavapipe: --device vulkan, LP_NUM_THREADS=N).
 # IK_LLAMA=<ik_llama.cpp build dir, with bin/llama-bench and bin/llama-quantize> adds ik_llama.cpp
 # on every file compared with bitnet.cpp (not the @llama ones), in the same rounds: it cannot
@@ -22,7 +23,7 @@
 # --allow-requantize --token-embedding-type f16 --output-tensor-type f16 file.gguf ik.gguf IQ2_BN` (the
 # F16 embedding and, for an untied one, the F16 output head kept, which its defaults make Q6_K: same
 # head bytes as bitnet.cpp), or `file.gguf=ik.gguf` in FILES names a ready IQ2_BN copy; run with
-# llama-bench -p 128 -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
+# llama-bench -p PP -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
 # pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
 # TERNION_ARGS: more options for Ternion's CPU runs, e.g. "--lm-head q6_k" (a mode that reads fewer
 # bytes; the peers run their files as they are). `a.gguf@llama=b.gguf`: llama.cpp runs b.gguf, a
@@ -31,6 +32,7 @@
 set -eu
 B=${B:-build}
 RUNS=${RUNS:-3}
+PP=${PP:-128}
 THREADS=${THREADS:-"1 2"}
 LAVAPIPE=${LAVAPIPE:-1}
 LB="${BITNET_CPP:-/nonexistent}/bin/llama-bench" # bitnet.cpp, for the files without a mark
@@ -59,7 +61,7 @@ if [ -z "${FILES:-}" ]; then
 fi
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "nan"}'; }
-ids=$(seq 100 227 | tr '\n' ' ')
+ids=$(seq 100 $((99 + PP)) | tr '\n' ' ')
 
 # bitnet.cpp: "pp tg" tok/s of one llama-bench run (its CSV, columns found by name: no python
 # or bc needed, so the script also runs on bare benchmark machines; quoted fields may hold commas,
@@ -67,7 +69,7 @@ ids=$(seq 100 227 | tr '\n' ' ')
 # (arguments: file, threads, llama-bench, then any extra flags, e.g. ik_llama.cpp's -rtr 1)
 peer() { # (its variables are the shell's globals: none of the loop's names)
     peer_file=$1; peer_t=$2; peer_bin=$3; shift 3
-    "$peer_bin" -m "$peer_file" -p 128 -n 64 -t "$peer_t" -r 1 "$@" -o csv 2>/dev/null | awk -F, '
+    "$peer_bin" -m "$peer_file" -p "$PP" -n 64 -t "$peer_t" -r 1 "$@" -o csv 2>/dev/null | awk -F, '
         { s = ""; q = 0
           for (i = 1; i <= length($0); i++) {
               c = substr($0, i, 1)
@@ -88,9 +90,9 @@ ours() {
         2>&1 >/dev/null | sed -n 's/.*prompt: [0-9]* tokens, [0-9.]* ms, \([0-9.]*\) tok\/s | generated: [0-9]* tokens, \([0-9.]*\) tok\/s.*/\1 \2/p' | tail -1
 }
 
-printf '| file | threads | peer | peer pp128 / tg64 tok/s | Ternion CPU pp128 / tg64 | Ternion / peer pp, tg |%s%s\n' \
-    "$([ -n "$IK" ] && printf ' ik_llama.cpp IQ2_BN pp128 / tg64 | Ternion / ik_llama.cpp pp, tg |')" \
-    "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp128 / tg64 |')"
+printf '| file | threads | peer | peer pp%s / tg64 tok/s | Ternion CPU pp%s / tg64 | Ternion / peer pp, tg |%s%s\n' "$PP" "$PP" \
+    "$([ -n "$IK" ] && printf ' ik_llama.cpp IQ2_BN pp%s / tg64 | Ternion / ik_llama.cpp pp, tg |' "$PP")" \
+    "$([ "$LAVAPIPE" = 1 ] && printf ' Ternion on lavapipe pp%s / tg64 |' "$PP")"
 printf '|---|---|---|---|---|---|%s%s\n' "$([ -n "$IK" ] && printf -- '---|---|')" "$([ "$LAVAPIPE" = 1 ] && printf -- '---|')"
 for spec in $FILES; do
     pf=""
