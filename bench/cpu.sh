@@ -24,7 +24,7 @@
 # F16 embedding and, for an untied one, the F16 output head kept, which its defaults make Q6_K: same
 # head bytes as bitnet.cpp), or `file.gguf=ik.gguf` in FILES names a ready IQ2_BN copy; run with
 # llama-bench -p PP -n 64 -t N -rtr 1 (rows repacked at load). Two more columns: ik_llama.cpp
-# pp128 / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
+# ppPP / tg64 and Ternion / ik_llama.cpp; a file whose conversion fails says so in its row.
 # TERNION_ARGS: more options for Ternion's CPU runs, e.g. "--lm-head q6_k" (a mode that reads fewer
 # bytes; the peers run their files as they are). `a.gguf@llama=b.gguf`: llama.cpp runs b.gguf, a
 # file of the same model it can read (mkmodel --q2-twin: Ternary-Bonsai's Q2_0 blocks of 128,

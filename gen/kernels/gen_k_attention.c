@@ -112,17 +112,12 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, d
             kv[2 * c] = dsl_let(k, "kv", dsl_comp(k, pair, 0));
             kv[2 * c + 1] = dsl_let(k, "kv", dsl_comp(k, pair, 1));
         }
-    } else if (key4 && W == 4) {
-        dsl_expr w0 = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, kb, d)));
-        for (int c = 0; c < 4; c++)
-            kv[c] = dsl_comp(k, w0, c);
-    } else if (key4) {
-        dsl_expr d2 = dsl_let(k, "d2", dsl_add(k, kb, dsl_mul(k, d, U(2))));
-        dsl_expr w0 = dsl_let(k, "kw", dsl_load(k, key4, d2));
-        dsl_expr w1 = dsl_let(k, "kw", dsl_load(k, key4, dsl_add(k, d2, U(1))));
-        for (int c = 0; c < 4; c++) {
-            kv[c] = dsl_comp(k, w0, c);
-            kv[4 + c] = dsl_comp(k, w1, c);
+    } else if (key4) { /* F32: W / 4 vec4 loads */
+        dsl_expr at = W == 8 ? dsl_let(k, "d2", dsl_add(k, kb, dsl_mul(k, d, U(2)))) : dsl_add(k, kb, d);
+        for (int v = 0; v < W / 4; v++) {
+            dsl_expr w = dsl_let(k, "kw", dsl_load(k, key4, v ? dsl_add(k, at, U((uint32_t)v)) : at));
+            for (int c = 0; c < 4; c++)
+                kv[4 * v + c] = dsl_comp(k, w, c);
         }
     } else {
         dsl_expr d8 = dsl_let(k, W == 8 ? "d8" : "d4", dsl_add(k, kb, dsl_mul(k, d, U((uint32_t)W))));
@@ -130,19 +125,16 @@ static void score_dots(dsl_kernel *k, dsl_expr qsh4, bool qf16, dsl_expr key4, d
             kv[e] = dsl_let(k, "kv", dsl_load(k, key, dsl_add(k, d8, U((uint32_t)e))));
     }
     for (int r = 0; r < R; r++) {
-        if (!qf16 && W == 4) { /* 4 f32 elements: one vec4 load */
-            dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d) : d));
-            for (int e = 0; e < 4; e++)
-                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qw, e), kv[e]));
-            continue;
-        }
-        if (!qf16) { /* 8 f32 elements: two vec4 loads */
-            dsl_expr d2q = dsl_mul(k, d, U(2));
-            dsl_expr q2 = dsl_let(k, "q2", r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d2q) : d2q);
-            dsl_expr qw0 = dsl_let(k, "qw", dsl_load(k, qsh4, q2));
-            dsl_expr qw1 = dsl_let(k, "qw", dsl_load(k, qsh4, dsl_add(k, q2, U(1))));
-            for (int e = 0; e < 8; e++)
-                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, e < 4 ? qw0 : qw1, e % 4), kv[e]));
+        if (!qf16) { /* W f32 elements: W / 4 vec4 loads */
+            dsl_expr dq = W == 8 ? dsl_mul(k, d, U(2)) : d;
+            dsl_expr at = r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), dq) : dq;
+            if (W == 8)
+                at = dsl_let(k, "q2", at);
+            dsl_expr qw[2];
+            for (int v = 0; v < W / 4; v++)
+                qw[v] = dsl_let(k, "qw", dsl_load(k, qsh4, v ? dsl_add(k, at, U((uint32_t)v)) : at));
+            for (int e = 0; e < W; e++)
+                dsl_add_to(k, dot[r], dsl_mul(k, dsl_comp(k, qw[e / 4], e % 4), kv[e]));
             continue;
         }
         dsl_expr qw = dsl_let(k, "qw", dsl_load(k, qsh4, r ? dsl_add(k, dsl_mul(k, U((uint32_t)r), qrow), d) : d));
@@ -394,9 +386,9 @@ static void att_load_q(att_ctx *c)
         if (!c->f16) {
             dsl_expr at = dsl_let(k, "qa", dsl_add(k, dsl_mul(k, row, dsl_const_u32(k, "Q_ROW_VEC4", hd / 4)),
                                                    W == 8 ? dsl_mul(k, blk, U(2)) : blk));
-            dsl_store(k, c->qsh, at, dsl_vec4(k, h[0], h[1], h[2], h[3]));
-            if (W == 8)
-                dsl_store(k, c->qsh, dsl_add(k, at, U(1)), dsl_vec4(k, h[4], h[5], h[6], h[7]));
+            for (int v = 0; v < W / 4; v++)
+                dsl_store(k, c->qsh, v ? dsl_add(k, at, U((uint32_t)v)) : at,
+                          dsl_vec4(k, h[4 * v], h[4 * v + 1], h[4 * v + 2], h[4 * v + 3]));
             continue;
         }
         for (int e = 0; e < W / 2; e++)
