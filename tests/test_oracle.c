@@ -14,7 +14,9 @@
  *     one-token run against both: an engine's decode may round as either does): max |d|
  *     <= max_abs_factor x self_max, where self_max is the reference's own spread (its batched
  *     against its one-token-at-a-time logits: one flipped int8 rounding moves a whole activation
- *     step, so a correct engine that is not bit-identical lands within that spread);
+ *     step, so a correct engine that is not bit-identical lands within that spread; for a
+ *     reference whose two runs compute alike, the larger of that and its logits with flash
+ *     attention against without, `self_fa`);
  *   - top-1 on every row whose reference top-1/top-2 margin exceeds top1_margin_factor x
  *     self_max (a closer row can flip within the spread; they are counted and printed);
  *   - the greedy continuation after the batched prompt identical for all its tokens (cases are
@@ -150,8 +152,9 @@ static int manifest_line(oracle_case *c, const char *key, const char *v, char *e
     else if (!strcmp(key, "prompt")) {
         if ((c->n_prompt = parse_ids(v, c->prompt, MAX_PROMPT)) < 1)
             return snprintf(err, n, "prompt: 1 to %d non-negative ids", MAX_PROMPT), -1;
-    } else if (strcmp(key, "reference_run") && strcmp(key, "self_top1") && strcmp(key, "self_greedy"))
-        return snprintf(err, n, "unknown key '%s'", key), -1; /* the three are for people only */
+    } else if (strcmp(key, "reference_run") && strcmp(key, "self_top1") && strcmp(key, "self_greedy") &&
+               strcmp(key, "self_fa"))
+        return snprintf(err, n, "unknown key '%s'", key), -1; /* the four are for people only */
     return end && *end ? (snprintf(err, n, "%s: bad value '%s'", key, v), -1) : 0;
 }
 

@@ -305,32 +305,32 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:69: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:70: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:71: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:72: bitlinear attn_q", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:73: bitlinear attn_k", {1.0f}},
-    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:74: bitlinear attn_v", {1.0f}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:75: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:76: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:77: rope", {1.0f}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:78: rope", {1.0f}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:79: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:80: attention", {0}},
-    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:81: bitlinear attn_output", {1.0f}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:82: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:83: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_MOE, {V_g, -1}, V_m, T_ffn_gate_inp, -1, "silu_clamp", "models/maple-20b-a1b-tq2_0.yaml:84: moe ffn_gate_inp", {0.0f, 1.0f}},
-    {RT_CPU_ADD, {V_x, V_m}, V_x, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:86: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:72: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:73: bitlinear attn_q", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:74: bitlinear attn_k", {1.0f}},
+    {RT_CPU_BITLINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:75: bitlinear attn_v", {1.0f}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:76: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:77: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:78: rope", {1.0f}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:79: rope", {1.0f}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:80: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:81: attention", {0}},
+    {RT_CPU_BITLINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:82: bitlinear attn_output", {1.0f}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:83: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:84: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_MOE, {V_g, -1}, V_m, T_ffn_gate_inp, -1, "silu_clamp", "models/maple-20b-a1b-tq2_0.yaml:85: moe ffn_gate_inp", {0.0f, 1.0f}},
+    {RT_CPU_ADD, {V_x, V_m}, V_x, -1, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:87: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:88: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:89: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/maple-20b-a1b-tq2_0.yaml:89: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/maple-20b-a1b-tq2_0.yaml:90: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model maple-20b-a1b-tq1_0\n"
-    "source models/maple-20b-a1b-tq1_0.yaml fnv64:e10bf2f6d9507c0a\n"
-    "base models/maple-20b-a1b-tq2_0.yaml fnv64:b6425963f2d2e3be\n"
+    "source models/maple-20b-a1b-tq1_0.yaml fnv64:6de3f7342741f829\n"
+    "base models/maple-20b-a1b-tq2_0.yaml fnv64:f419c3f7f340e72d\n"
     "fusion on\n"
     "kernels 23\n"
     "kernel embed_q4_k_n2048 glsl-fnv64:258b4fa86a98031a\n"

@@ -322,31 +322,31 @@ static const char *const cpu_value_name[] = {"x", "h", "q", "k", "v", "qn", "kn"
 /* kind, {inputs}, output, weight, bias, activation or norm, YAML line, {its parameters} */
 static const rt_cpu_op cpu_ops[] = {
     /* before the layers */
-    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/maple-20b-a1b.yaml:75: embed token_embd", {0}},
+    {RT_CPU_EMBED, {-1, -1}, V_x, T_token_embd, -1, NULL, "models/maple-20b-a1b.yaml:76: embed token_embd", {0}},
     /* each layer */
-    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:77: rmsnorm attn_norm", {9.99999997e-07f}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/maple-20b-a1b.yaml:78: linear attn_q", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/maple-20b-a1b.yaml:79: linear attn_k", {0}},
-    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/maple-20b-a1b.yaml:80: linear attn_v", {0}},
-    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:81: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:82: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
-    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/maple-20b-a1b.yaml:83: rope", {1.0f}},
-    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/maple-20b-a1b.yaml:84: rope", {1.0f}},
-    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/maple-20b-a1b.yaml:85: kv_write", {0}},
-    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/maple-20b-a1b.yaml:86: attention", {0}},
-    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/maple-20b-a1b.yaml:87: linear attn_output", {0}},
-    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/maple-20b-a1b.yaml:88: add", {0}},
-    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:89: rmsnorm ffn_norm", {9.99999997e-07f}},
-    {RT_CPU_MOE, {V_g, -1}, V_m, T_ffn_gate_inp, -1, "silu_clamp", "models/maple-20b-a1b.yaml:90: moe ffn_gate_inp", {0.0f, 1.0f}},
-    {RT_CPU_ADD, {V_x, V_m}, V_x, -1, -1, NULL, "models/maple-20b-a1b.yaml:92: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_h, T_attn_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:78: rmsnorm attn_norm", {9.99999997e-07f}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_q, T_attn_q, -1, NULL, "models/maple-20b-a1b.yaml:79: linear attn_q", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_k, T_attn_k, -1, NULL, "models/maple-20b-a1b.yaml:80: linear attn_k", {0}},
+    {RT_CPU_LINEAR, {V_h, -1}, V_v, T_attn_v, -1, NULL, "models/maple-20b-a1b.yaml:81: linear attn_v", {0}},
+    {RT_CPU_NORM, {V_q, -1}, V_qn, T_attn_q_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:82: rmsnorm attn_q_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_NORM, {V_k, -1}, V_kn, T_attn_k_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:83: rmsnorm attn_k_norm", {9.99999997e-07f, 1.0f}},
+    {RT_CPU_ROPE, {V_qn, -1}, V_qr, -1, -1, NULL, "models/maple-20b-a1b.yaml:84: rope", {1.0f}},
+    {RT_CPU_ROPE, {V_kn, -1}, V_kr, -1, -1, NULL, "models/maple-20b-a1b.yaml:85: rope", {1.0f}},
+    {RT_CPU_KV_WRITE, {V_kr, V_v}, -1, -1, -1, NULL, "models/maple-20b-a1b.yaml:86: kv_write", {0}},
+    {RT_CPU_ATTENTION, {V_qr, -1}, V_a, -1, -1, NULL, "models/maple-20b-a1b.yaml:87: attention", {0}},
+    {RT_CPU_LINEAR, {V_a, -1}, V_o, T_attn_output, -1, NULL, "models/maple-20b-a1b.yaml:88: linear attn_output", {0}},
+    {RT_CPU_ADD, {V_x, V_o}, V_x, -1, -1, NULL, "models/maple-20b-a1b.yaml:89: add", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_g, T_ffn_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:90: rmsnorm ffn_norm", {9.99999997e-07f}},
+    {RT_CPU_MOE, {V_g, -1}, V_m, T_ffn_gate_inp, -1, "silu_clamp", "models/maple-20b-a1b.yaml:91: moe ffn_gate_inp", {0.0f, 1.0f}},
+    {RT_CPU_ADD, {V_x, V_m}, V_x, -1, -1, NULL, "models/maple-20b-a1b.yaml:93: add", {0}},
     /* after the layers */
-    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:94: rmsnorm output_norm", {9.99999997e-07f}},
-    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/maple-20b-a1b.yaml:95: lm_head output", {0}},
+    {RT_CPU_NORM, {V_x, -1}, V_xn, T_output_norm, -1, "rmsnorm", "models/maple-20b-a1b.yaml:95: rmsnorm output_norm", {9.99999997e-07f}},
+    {RT_CPU_LM_HEAD, {V_xn, -1}, V_logits, T_output, -1, NULL, "models/maple-20b-a1b.yaml:96: lm_head output", {0}},
 };
 
 static const char manifest[] =
     "model maple-20b-a1b\n"
-    "source models/maple-20b-a1b.yaml fnv64:fcb5fec76ecd1367\n"
+    "source models/maple-20b-a1b.yaml fnv64:7276e314284d35d7\n"
     "fusion on\n"
     "kernels 21\n"
     "kernel embed_bf16_n2048 glsl-fnv64:fa819979a6e2a95f\n"

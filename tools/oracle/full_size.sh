@@ -12,10 +12,11 @@
 #
 #   sh tools/oracle/full_size.sh [CASE ...]
 #
-# CASE: names from the table below (default: all). Environment: BITNET_REF, LLAMA_REF, PRISM_REF
-# (the ref_logits drivers built by tools/oracle/build.sh against bitnet.cpp, mainline llama.cpp
-# and PrismML's fork of llama.cpp, which reads Ternary-Bonsai's 128-value Q2_0 blocks as they are;
-# a row whose driver is not set is skipped, saying so), B (build dir, default build), OUT
+# CASE: names from the table below (default: all). Environment: BITNET_REF, LLAMA_REF, PRISM_REF,
+# MAPLE_REF (the ref_logits drivers built by tools/oracle/build.sh against bitnet.cpp, mainline
+# llama.cpp, PrismML's fork of llama.cpp, which reads Ternary-Bonsai's 128-value Q2_0 blocks as
+# they are, and a llama.cpp with DeepGrove's `maple` graph, which the mainline snapshot lacks:
+# docs/oracles.md says which; a row whose driver is not set is skipped, saying so), B (build dir, default build), OUT
 # (default $B/oracle-full: one folder per case, as tests/data/oracle/; a case already made
 # there is reused), THREADS (the reference's threads, default 2). Writes $OUT/results.txt: the
 # suite's lines per case (max |d| against its bound, top-1, greedy), which docs/oracles.md
@@ -53,6 +54,8 @@ qwen3moe-q8-2l     models/qwen3-30b-a3b.yaml       2  151936 1 llama PRE=qwen2
 qwen3moe-q4km-2l   models/qwen3-30b-a3b-q4_k_m.yaml 2 151936 1 llama PRE=qwen2
 gemma3-1b-1l       models/gemma-3-1b-it.yaml      1  512    1 llama TOK=spm
 gemma3-1b-26l      models/gemma-3-1b-it.yaml      26 262144 1 llama TOK=spm
+maple-tq2_0-4l     models/maple-20b-a1b-tq2_0.yaml 4  151936 1 maple PRE=qwen2 FA_SPREAD=1
+maple-tq1_0-4l     models/maple-20b-a1b-tq1_0.yaml 4  151936 1 maple PRE=qwen2 FA_SPREAD=1
 '
 
 want=" $* "
@@ -67,6 +70,7 @@ echo "$CASES" | while read -r name yaml layers vocab seed ref opts; do
     case $ref in
     bitnet) drv=${BITNET_REF:-} var=BITNET_REF label="bitnet.cpp" ;;
     prism) drv=${PRISM_REF:-} var=PRISM_REF label="PrismML's llama.cpp fork" ;;
+    maple) drv=${MAPLE_REF:-} var=MAPLE_REF label="llama.cpp with DeepGrove's maple graph" ;;
     *) drv=${LLAMA_REF:-} var=LLAMA_REF label="mainline llama.cpp" ;;
     esac
     if [ -z "$drv" ]; then

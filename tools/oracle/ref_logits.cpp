@@ -1,7 +1,7 @@
 // ref_logits.cpp - drives a reference engine (a llama.cpp-family libllama: bitnet.cpp's fork,
 // or mainline llama.cpp: see the two API eras below) to produce oracle data for tests/data/oracle/<case>/.
 //
-//   ref_logits -m model.gguf -o outdir --prompt "1 2 3 ..." [-n 16] [-t 1] [--ctx 512]
+//   ref_logits -m model.gguf -o outdir --prompt "1 2 3 ..." [-n 16] [-t 1] [--ctx 512] [--fa-spread]
 //
 // Owns: the reference side of an oracle case. Settings (fixed, so that every case is made the
 // same way): context --ctx (512), batch = ubatch = ctx, F16 K and V cache, flash attention off,
@@ -19,7 +19,12 @@
 // and prints the reference's own spread (batched vs incremental: max |d|, top-1 agreement;
 // how many leading greedy ids the three greedy runs share), which a test states its tolerance
 // against. An engine may follow either numerics; a case whose three greedy runs agree can
-// demand every greedy id of it.
+// demand every greedy id of it. With --fa-spread it also runs the prompt in one call with flash
+// attention on (and greedy after it) and prints that run's distance from the batched logits and
+// how many leading greedy ids it shares (`self_fa`): a second
+// measure of the reference's own spread, for a reference whose one-token and batched steps
+// compute alike (there the first measure says nothing of how far rounding alone moves the
+// logits; flash attention orders and rounds the attention otherwise, as another engine does).
 #include "llama.h"
 
 #include <cmath>
@@ -38,6 +43,7 @@
 static llama_model *load_model(const char *path, llama_model_params mp) { return llama_model_load_from_file(path, mp); }
 static int n_vocab(const llama_model *m) { return llama_vocab_n_tokens(llama_model_get_vocab(m)); }
 static void no_flash_attn(llama_context_params &cp) { cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED; }
+static void flash_attn(llama_context_params &cp) { cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED; }
 static llama_context *new_context(llama_model *m, llama_context_params cp) { return llama_init_from_model(m, cp); }
 static void clear_cache(llama_context *ctx) { llama_memory_clear(llama_get_memory(ctx), true); }
 static void free_model(llama_model *m) { llama_model_free(m); }
@@ -50,6 +56,7 @@ static void no_mmap(llama_model_params &mp) { mp.use_mmap = false; mp.use_extra_
 static llama_model *load_model(const char *path, llama_model_params mp) { return llama_load_model_from_file(path, mp); }
 static int n_vocab(const llama_model *m) { return llama_n_vocab(m); }
 static void no_flash_attn(llama_context_params &cp) { cp.flash_attn = false; }
+static void flash_attn(llama_context_params &cp) { cp.flash_attn = true; }
 static llama_context *new_context(llama_model *m, llama_context_params cp) { return llama_new_context_with_model(m, cp); }
 static void clear_cache(llama_context *ctx) { llama_kv_cache_clear(ctx); }
 static void free_model(llama_model *m) { llama_free_model(m); }
@@ -124,7 +131,7 @@ static int greedy(llama_context *ctx, const float *last, int vocab, int pos, int
 
 static int usage()
 {
-    fprintf(stderr, "usage: ref_logits -m model.gguf -o outdir --prompt \"ids\" [-n 16] [-t 1] [--ctx 512]\n");
+    fprintf(stderr, "usage: ref_logits -m model.gguf -o outdir --prompt \"ids\" [-n 16] [-t 1] [--ctx 512] [--fa-spread]\n");
     return 2;
 }
 
@@ -132,8 +139,13 @@ int main(int argc, char **argv)
 {
     const char *model_path = nullptr, *out = nullptr, *prompt = nullptr;
     int n_greedy = 16, threads = 1, n_ctx = 512;
+    bool fa_spread = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : nullptr;
+        if (!strcmp(a, "--fa-spread")) {
+            fa_spread = true;
+            continue;
+        }
         if (!v)
             return usage();
         if (!strcmp(a, "-m")) model_path = v;
@@ -270,6 +282,38 @@ int main(int argc, char **argv)
     printf("self max_abs %.6g mean_abs %.6g top1 %d/%d greedy_prefix %d/%d greedy_batched_prefix %d/%d\n", mx,
            mean / ((double)n * vocab), top1, n, same, n_greedy, same_w, n_greedy);
     llama_free(ctx);
+
+    // 4. the prompt in one call with flash attention on, against the batched logits
+    if (fa_spread) {
+        flash_attn(cp);
+        ctx = new_context(model, cp);
+        if (!ctx || decode(ctx, ids.data(), n, 0, true)) {
+            fprintf(stderr, "ref_logits: the flash-attention run failed\n");
+            return 1;
+        }
+        double fmx = 0, fmean = 0;
+        int ftop1 = 0;
+        for (int r = 0; r < n; r++) {
+            const float *a = &batched[(size_t)r * vocab], *b = llama_get_logits_ith(ctx, r);
+            for (int v = 0; v < vocab; v++) {
+                double d = fabs((double)a[v] - b[v]);
+                fmx = d > fmx ? d : fmx;
+                fmean += d;
+            }
+            ftop1 += argmax(a, vocab) == argmax(b, vocab);
+        }
+        std::vector<llama_token> g_fa;
+        if (greedy(ctx, llama_get_logits_ith(ctx, n - 1), vocab, n, n_greedy, g_fa, nullptr)) {
+            fprintf(stderr, "ref_logits: greedy decode with flash attention failed\n");
+            return 1;
+        }
+        int same_fa = 0;
+        while (same_fa < n_greedy && g_b[same_fa] == g_fa[same_fa])
+            same_fa++;
+        printf("self_fa max_abs %.6g mean_abs %.6g top1 %d/%d greedy_prefix %d/%d\n", fmx, fmean / ((double)n * vocab),
+               ftop1, n, same_fa, n_greedy);
+        llama_free(ctx);
+    }
     free_model(model);
     llama_backend_free();
     return 0;
