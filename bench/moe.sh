@@ -7,8 +7,9 @@
 #
 #   FILE=<moe.gguf> LLAMA_CPP=<mainline llama.cpp build dir, with bin/llama-bench> sh bench/moe.sh
 #
-# FILE must fit a model built into $B/ternion (models/olmoe-*.yaml, models/qwen3-30b-a3b*.yaml;
-# tools/mkmodel writes random-weight files in their layout, --layers N for fewer layers).
+# FILE must fit a model built into $B/ternion (models/olmoe-*.yaml, models/qwen3-30b-a3b*.yaml,
+# models/maple-20b-a1b*.yaml; tools/mkmodel writes random-weight files in their layout, --layers N
+# for fewer layers). For Maple, LLAMA_CPP is a llama.cpp with its `maple` graph (docs/oracles.md).
 # THREADS (default "1 2"), RUNS (default 3), BUDGETS (percent, default "100 50 25"), LLAMA_CPP
 # unset leaves llama.cpp out. Ternion: `ternion --device cpu -t N -tb N --bench --json`
 # (decode_tok_s at its context, prompt128_tok_s, the xc_* figures); llama.cpp: llama-bench
