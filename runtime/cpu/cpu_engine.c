@@ -210,8 +210,9 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     e->moe_round = malloc(sizeof(int) * nk);
     e->moe_guess = malloc(sizeof(int) * (size_t)e->moe_k);
     e->moe_guess_w = malloc(sizeof(float) * (size_t)e->moe_k);
+    e->moe_lg = malloc(sizeof(float) * (size_t)e->cs->n_expert);
     return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round &&
-                   e->moe_guess && e->moe_guess_w ? 0 : fail_oom(err, "moe buffers");
+                   e->moe_guess && e->moe_guess_w && e->moe_lg ? 0 : fail_oom(err, "moe buffers");
 }
 
 static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
@@ -474,6 +475,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_round);
     free(e->moe_guess);
     free(e->moe_guess_w);
+    free(e->moe_lg);
     cpu_xcache_close(e->xc);
     free(e->xc_skip);
     free(e->kv);
@@ -726,13 +728,7 @@ uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only)
         const cpu_step_op *so = &e->ops[i];
         if (so->tensor < 0 || (layers_only && !e->d->tensors[so->tensor].per_layer))
             continue;
-        if (so->op->kind == RT_CPU_EMBED) { /* one row */
-            b += weight_bytes(e, so->tensor) / (uint64_t)cpu_w(e, so->tensor, 0)->ne1;
-            continue;
-        }
-        uint64_t wb = weight_bytes(e, so->tensor);
-        if (so->op->kind == RT_CPU_LM_HEAD && e->head_copy.data)
-            wb = cpu_head_bytes(&e->head_copy);
+        uint64_t wb = so->bytes; /* --profile's column: the embedding's one row, the head's copy, the k experts */
         if (so->sparse_gate && e->sparse && e->ffn_steps && e->ffn_dim) { /* the measured active share */
             double act = 0;
             for (int L = 0; L < e->n_layers; L++)

@@ -106,6 +106,7 @@ struct cpu_engine {
     bool xc_ahead;            /* prefetch layer L + 1's experts judged from layer L's input (CPU_XPF_AHEAD) */
     int *moe_guess;           /* [k]: that judgement's experts (and moe_guess_w their weights, unused) */
     float *moe_guess_w;
+    float *moe_lg;            /* [n_expert]: a one-token step's router logits (rows split by thread) */
     int *moe_slot, *moe_round;
     int n_round;
     uint64_t *xc_skip;        /* [n_xc_skip][2]: the experts' file ranges, sorted */

@@ -407,6 +407,15 @@ static void moe_route_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, 
                       e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
 }
 
+/* a one-token step: the router's rows lo .. hi (its whole matrix is read every token) */
+static void moe_logits_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
+    cpu_moe_logits(e->isa, &m, IN0(e, so), (int)lo, (int)(hi - lo), e->moe_lg,
+                   e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
+}
+
 static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
 {
     cpu_engine *e = r->e;
@@ -484,7 +493,13 @@ static void moe_sum_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, in
 static int moe(cpu_run *r, const cpu_step_op *so)
 {
     const int n = r->s->n;
-    par_for(r, so, n, 1, moe_route_body, n > 1);
+    if (n == 1) { /* the router split by rows, then the one token's choice */
+        cpu_engine *e = r->e;
+        const cpu_moe m = cpu_engine_moe(e, so, r->layer);
+        par_for(r, so, m.n_expert, 16, moe_logits_body, true);
+        cpu_moe_select(e->moe_lg, m.n_expert, m.k, m.sigmoid, m.norm, e->moe_sel, e->moe_w);
+    } else
+        par_for(r, so, n, 1, moe_route_body, true);
     if (r->e->xc && moe_cached(r, so, n * (int)r->e->cs->n_expert_used))
         return -1;
     if (!r->e->xc)

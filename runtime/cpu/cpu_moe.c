@@ -142,6 +142,13 @@ void cpu_moe_select(float *p, int n_expert, int k, bool sigmoid, bool norm, int 
         w[j] /= s;
 }
 
+void cpu_moe_logits(cpu_isa isa, const cpu_moe *m, const float *x, int r0, int rows, float *lg, void *scratch)
+{
+    parts s = split(m, scratch);
+    const float *xp = prep(isa, m->router->type, x, m->dim, &s);
+    gemv(isa, m->router, r0, rows, xp, &s, lg + r0);
+}
+
 void cpu_moe_route(cpu_isa isa, const cpu_moe *m, const float *x, int *sel, float *w, void *scratch)
 {
     parts s = split(m, scratch);

@@ -37,6 +37,9 @@ size_t cpu_moe_scratch(const cpu_moe *m);
 
 /* The selection from one token's router logits (scores overwritten): sel[k], w[k]. */
 void cpu_moe_select(float *logits, int n_expert, int k, bool sigmoid, bool norm, int *sel, float *w);
+/* Router logits rows r0 .. r0 + rows of one token x [dim] into lg[r0 ..] (a decode step splits
+ * the rows between threads; the same bits as cpu_moe_route's for rows in blocks of 16). */
+void cpu_moe_logits(cpu_isa isa, const cpu_moe *m, const float *x, int r0, int rows, float *lg, void *scratch);
 /* One token x [dim]: its experts sel[k] and weights w[k]. */
 void cpu_moe_route(cpu_isa isa, const cpu_moe *m, const float *x, int *sel, float *w, void *scratch);
 /* Expert e's FFN of one token x [dim] into d [dim] (not yet weighted). */

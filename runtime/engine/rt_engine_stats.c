@@ -94,7 +94,9 @@ static uint64_t weight_arg_bytes(const rt_engine *e, const rt_arg a, bool pre, i
 {
     const rt_tensor_desc *td = &e->d->tensors[a.index];
     const int64_t ne1 = td->ne[1] < 0 ? e->vocab : td->ne[1];
-    const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1);
+    /* a stacked expert tensor [w, rows, n_expert]: the k experts a token uses, one matrix each */
+    const uint64_t n = (uint64_t)td->ne[0] * (uint64_t)(td->n_dims > 1 ? ne1 : 1) *
+                       (td->n_dims > 2 ? (uint64_t)e->d->cpu.n_expert_used : 1);
     if (a.kind == RT_ARG_WEIGHT_Q8)
         return n + n / FMT_Q8_BLOCK * 2;
     const int l = td->per_layer && L > 0 ? L : 0;
