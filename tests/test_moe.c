@@ -289,7 +289,9 @@ static const struct {
  * gate/up round differently by an ulp, a down input's code may flip by one step, 1/127 of a
  * block's amax or 2^-8 of the value, times a row of N(0, 1/K) weights; ternary weights of block
  * scale d ~ 3 / sqrt(K) move the same way), 2^-18 for F32 / F16
- * experts, whose inputs round the same. Outputs poisoned with NaN first. */
+ * experts, whose inputs round the same. Outputs poisoned with NaN first. And each expert over the
+ * 5 tokens in one call (cpu_moe_expert_n, a prompt's grouping) gives the one-token bits, at
+ * every kernel level up to this CPU's. */
 static void test_kernel_vs_ref(void **state)
 {
     enum { DM = 768, NE = 6, K = 3, N = 5 };
@@ -331,6 +333,23 @@ static void test_kernel_vs_ref(void **state)
                 cpu_moe_expert(isa, &m, sel[t * K + j], x + t * D, d + j * D, scratch);
             cpu_moe_sum(d, w + t * K, K, D, y + t * D);
         }
+        /* a prompt's grouping: each expert over all N tokens at once gives every token the bits
+         * of its one-token call (poisoned outputs) */
+        static float dn[N * DM], d1[DM];
+        const float *xs[N];
+        float *ds[N];
+        for (int t = 0; t < N; t++)
+            xs[t] = x + t * D, ds[t] = dn + t * D;
+        for (int l = CPU_ISA_SCALAR; l <= (int)isa; l++) /* every kernel level this CPU runs */
+            for (int ex_i = 0; ex_i < NE; ex_i++) {
+                for (int i = 0; i < N * D; i++)
+                    dn[i] = NAN;
+                cpu_moe_expert_n((cpu_isa)l, &m, ex_i, xs, N, ds, scratch);
+                for (int t = 0; t < N; t++) {
+                    cpu_moe_expert((cpu_isa)l, &m, ex_i, x + t * D, d1, scratch);
+                    assert_memory_equal(ds[t], d1, sizeof(float) * (size_t)D);
+                }
+            }
         free(scratch);
         assert_memory_equal(sel, sel_ref, sizeof sel);
         float ymax = 0.0f, dmax = 0.0f;

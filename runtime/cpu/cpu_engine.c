@@ -211,8 +211,12 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     e->moe_guess = malloc(sizeof(int) * (size_t)e->moe_k);
     e->moe_guess_w = malloc(sizeof(float) * (size_t)e->moe_k);
     e->moe_lg = malloc(sizeof(float) * (size_t)e->cs->n_expert);
-    return e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round &&
-                   e->moe_guess && e->moe_guess_w && e->moe_lg ? 0 : fail_oom(err, "moe buffers");
+    e->moe_order = malloc(sizeof(int) * nk);
+    e->moe_grp = malloc(sizeof(int) * 2 * nk);
+    e->moe_cnt = malloc(sizeof(int) * ((size_t)e->cs->n_expert + 1));
+    const bool ok = e->moe_sel && e->moe_w && e->moe_d && e->moe_scratch && e->moe_slot && e->moe_round &&
+                    e->moe_guess && e->moe_guess_w && e->moe_lg && e->moe_order && e->moe_grp && e->moe_cnt;
+    return ok ? 0 : fail_oom(err, "moe buffers");
 }
 
 static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
@@ -475,7 +479,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_round);
     free(e->moe_guess);
     free(e->moe_guess_w);
-    free(e->moe_lg);
+    free(e->moe_lg), free(e->moe_order), free(e->moe_grp), free(e->moe_cnt);
     cpu_xcache_close(e->xc);
     free(e->xc_skip);
     free(e->kv);

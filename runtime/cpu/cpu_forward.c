@@ -425,6 +425,52 @@ static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo,
                        e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
 }
 
+/* A prompt step's pairs by expert: moe_order the pair indices sorted by their expert (stable),
+ * moe_grp chunks of up to CPU_MOE_NT pairs of one expert (first index into moe_order, count) */
+static void moe_group(cpu_engine *e, int pairs, int n_expert)
+{
+    int *at = e->moe_cnt;
+    memset(at, 0, sizeof(int) * ((size_t)n_expert + 1));
+    for (int i = 0; i < pairs; i++)
+        at[e->moe_sel[i] + 1]++;
+    for (int x = 0; x < n_expert; x++) /* at[x]: where expert x's pairs start */
+        at[x + 1] += at[x];
+    for (int i = 0; i < pairs; i++) /* then at[x]: where they end */
+        e->moe_order[at[e->moe_sel[i]]++] = i;
+    e->n_grp = 0;
+    for (int x = 0, i = 0; x < n_expert; x++)
+        while (i < at[x]) {
+            const int nt = at[x] - i < CPU_MOE_NT ? at[x] - i : CPU_MOE_NT;
+            e->moe_grp[2 * e->n_grp] = i;
+            e->moe_grp[2 * e->n_grp + 1] = nt;
+            e->n_grp++, i += nt;
+        }
+}
+
+enum { MOE_GROUP_MIN = 4 };
+
+/* chunks lo .. hi of moe_group's: each expert's rows read once for its chunk's tokens */
+static void moe_group_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    cpu_engine *e = r->e;
+    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
+    const float *x[CPU_MOE_NT];
+    float *d[CPU_MOE_NT];
+    for (int64_t j = lo; j < hi; j++) {
+        const int *pair = e->moe_order + e->moe_grp[2 * j], nt = e->moe_grp[2 * j + 1];
+        for (int i = 0; i < nt; i++) {
+            x[i] = IN0(e, so) + (size_t)(pair[i] / m.k) * m.dim;
+            d[i] = e->moe_d + (size_t)pair[i] * m.dim;
+        }
+        uint8_t *scratch = e->moe_scratch + (size_t)ith * e->moe_scratch_bytes;
+        if (nt >= MOE_GROUP_MIN)
+            cpu_moe_expert_n(e->isa, &m, e->moe_sel[pair[0]], x, nt, d, scratch);
+        else /* too few to pay for the many-token kernels' setup: one at a time (the same bits) */
+            for (int i = 0; i < nt; i++)
+                cpu_moe_expert(e->isa, &m, e->moe_sel[pair[0]], x[i], d[i], scratch);
+    }
+}
+
 /* --expert-cache: the pairs moe_round[lo .. hi) of this round, each expert's rows read from its
  * slot (the same bytes as in the file, so the same bits) */
 static void moe_slot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
@@ -502,8 +548,12 @@ static int moe(cpu_run *r, const cpu_step_op *so)
         par_for(r, so, n, 1, moe_route_body, true);
     if (r->e->xc && moe_cached(r, so, n * (int)r->e->cs->n_expert_used))
         return -1;
-    if (!r->e->xc)
-        par_for(r, so, (int64_t)n * r->e->cs->n_expert_used, 1, moe_expert_body, true);
+    if (!r->e->xc && n == 1)
+        par_for(r, so, r->e->cs->n_expert_used, 1, moe_expert_body, true);
+    else if (!r->e->xc) { /* a prompt: the tokens that chose an expert through it together */
+        moe_group(r->e, n * (int)r->e->cs->n_expert_used, (int)r->e->cs->n_expert);
+        par_for(r, so, r->e->n_grp, 1, moe_group_body, true);
+    }
     par_for(r, so, n, 1, moe_sum_body, n > 1);
     return 0;
 }

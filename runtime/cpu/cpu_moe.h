@@ -3,7 +3,7 @@
  *
  * Owns: the router's product and the expert selection (scores softmax or sigmoid, top-k larger
  * first with a tie to the lower index, weights normalized or not), one expert's FFN for one
- * token (gate and up products, the activation, the down product, each over that expert's rows
+ * token or for up to CPU_MOE_NT tokens at once, its rows read once for them (gate and up products, the activation, the down product, each over that expert's rows
  * of the stacked 3-D tensors, inputs as linear rounds them: f16 for F16 weights, bf16 for BF16,
  * Q8_0 blocks for Q8_0 / Q4_0 / Q2_0, Q8_K codes for Q4_K / Q6_K and for the ternary TQ1_0 /
  * TQ2_0 (their codec row's matmul, llama.cpp's ggml_vec_dot_tq*_q8_K), as they are for F32), and the
@@ -19,6 +19,8 @@
 
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_ops.h"
+
+enum { CPU_MOE_NT = 16 }; /* tokens of one expert per call of cpu_moe_expert_n */
 
 typedef struct {
     const cpu_weight *router;  /* [dim] x n_expert rows, F32 or F16 */
@@ -44,6 +46,10 @@ void cpu_moe_logits(cpu_isa isa, const cpu_moe *m, const float *x, int r0, int r
 void cpu_moe_route(cpu_isa isa, const cpu_moe *m, const float *x, int *sel, float *w, void *scratch);
 /* Expert e's FFN of one token x [dim] into d [dim] (not yet weighted). */
 void cpu_moe_expert(cpu_isa isa, const cpu_moe *m, int e, const float *x, float *d, void *scratch);
+/* The same for nt <= CPU_MOE_NT tokens x[i] into d[i], the expert's rows read once for all of
+ * them (a prompt's tokens that chose it): each d[i] the bits cpu_moe_expert gives (test_moe). */
+void cpu_moe_expert_n(cpu_isa isa, const cpu_moe *m, int e, const float *const *x, int nt, float *const *d,
+                      void *scratch);
 /* y [dim] = sum over j < k, in order, of w[j] * d[j][dim] (ggml_mul then the adds). */
 void cpu_moe_sum(const float *d, const float *w, int k, int dim, float *y);
 
