@@ -10,7 +10,7 @@
 # FILE must fit a model built into $B/ternion (models/olmoe-*.yaml, models/qwen3-30b-a3b*.yaml,
 # models/maple-20b-a1b*.yaml; tools/mkmodel writes random-weight files in their layout, --layers N
 # for fewer layers). For Maple, LLAMA_CPP is a llama.cpp with its `maple` graph (docs/oracles.md).
-# THREADS (default "1 2"), RUNS (default 3), BUDGETS (percent, default "100 50 25"), LLAMA_CPP
+# THREADS (default "1 2"), RUNS (default 3), BUDGETS (percent, default "100 50 25"; "": none), LLAMA_CPP
 # unset leaves llama.cpp out. Ternion: `ternion --device cpu -t N -tb N --bench --json`
 # (decode_tok_s at its context, prompt128_tok_s, the xc_* figures); llama.cpp: llama-bench
 # -p 128 -n 64 -t N. Every budget's logits equal the in-place run's (tests/test_e2e.c
@@ -19,7 +19,7 @@ set -eu
 B=${B:-build}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-"1 2"}
-BUDGETS=${BUDGETS:-"100 50 25"}
+BUDGETS=${BUDGETS-"100 50 25"}
 : "${FILE:?set FILE to a mixture-of-experts GGUF}"
 TB=${TERNION_BIN:-$B/ternion}
 [ -x "$TB" ] || { echo "bench/moe.sh: $TB not built (make)" >&2; exit 1; }
