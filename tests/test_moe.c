@@ -373,6 +373,41 @@ static void test_kernel_vs_ref(void **state)
     }
 }
 
+/* A one-token step splits the router's rows between threads (cpu_forward.c moe_logits_body, in
+ * parts of 16): the logits of rows [0, 16) and [16, 45) in two calls equal one call over all 45
+ * rows, bit for bit, for an F32 and an F16 router at every kernel level this CPU runs (45: a
+ * tail after whole blocks; outputs poisoned). 1 and 2 threads then give the same choice. */
+static void test_router_split(void **state)
+{
+    enum { NE = 45, D = 320 };
+    const cpu_isa isa = cpu_isa_detect(NULL);
+    unsigned seed = 11;
+    static float x[D], whole[NE], parts2[NE];
+    for (int i = 0; i < D; i++)
+        x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 8) / 8388608.0f - 1.0f;
+    const uint32_t types[2] = {FMT_F32, FMT_F16};
+    for (int ti = 0; ti < 2; ti++) {
+        uint8_t *router = random_tensor(types[ti], D, NE, 1, &seed), *ex = random_tensor(FMT_F32, D, 16, 1, &seed);
+        const cpu_weight wr = {router, types[ti], D, NE, NULL}, we = {ex, FMT_F32, D, 16, NULL},
+                         wd = {ex, FMT_F32, 16, D, NULL};
+        const cpu_moe m = {.router = &wr, .exp = {&we, &we, &wd}, .act = cpu_act_find("silu"), .dim = D, .eff = 16,
+                           .n_expert = NE, .k = 2, .norm = true};
+        void *scratch = aligned_alloc(64, (cpu_moe_scratch(&m) + 63) & ~(size_t)63);
+        assert_non_null(scratch);
+        for (int l = CPU_ISA_SCALAR; l <= (int)isa; l++) {
+            for (int i = 0; i < NE; i++)
+                whole[i] = parts2[i] = NAN;
+            cpu_moe_logits((cpu_isa)l, &m, x, 0, NE, whole, scratch);
+            cpu_moe_logits((cpu_isa)l, &m, x, 0, 16, parts2, scratch);
+            cpu_moe_logits((cpu_isa)l, &m, x, 16, NE - 16, parts2, scratch);
+            for (int i = 0; i < NE; i++)
+                assert_false(isnan(whole[i]));
+            assert_memory_equal(whole, parts2, sizeof whole);
+        }
+        free(scratch), free(router), free(ex);
+    }
+}
+
 /* ---------------------------------------------------------------- the Vulkan kernels */
 
 /* The test model with substrings replaced in turn (pairs: find, replace; NULL-ended). */
@@ -641,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_yaml_bad),
         cmocka_unit_test(test_select_known),
         cmocka_unit_test(test_kernel_vs_ref),
+        cmocka_unit_test(test_router_split),
         cmocka_unit_test(test_gpu_kernels),
         cmocka_unit_test(test_gpu_refusal),
     };

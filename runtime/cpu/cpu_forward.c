@@ -546,12 +546,14 @@ static int moe(cpu_run *r, const cpu_step_op *so)
         cpu_moe_select(e->moe_lg, m.n_expert, m.k, m.sigmoid, m.norm, e->moe_sel, e->moe_w);
     } else
         par_for(r, so, n, 1, moe_route_body, true);
-    if (r->e->xc && moe_cached(r, so, n * (int)r->e->cs->n_expert_used))
-        return -1;
-    if (!r->e->xc && n == 1)
-        par_for(r, so, r->e->cs->n_expert_used, 1, moe_expert_body, true);
-    else if (!r->e->xc) { /* a prompt: the tokens that chose an expert through it together */
-        moe_group(r->e, n * (int)r->e->cs->n_expert_used, (int)r->e->cs->n_expert);
+    const int pairs = n * (int)r->e->cs->n_expert_used;
+    if (r->e->xc) {
+        if (moe_cached(r, so, pairs))
+            return -1;
+    } else if (n == 1)
+        par_for(r, so, pairs, 1, moe_expert_body, true);
+    else { /* a prompt: the tokens that chose an expert through it together */
+        moe_group(r->e, pairs, (int)r->e->cs->n_expert);
         par_for(r, so, r->e->n_grp, 1, moe_group_body, true);
     }
     par_for(r, so, n, 1, moe_sum_body, n > 1);

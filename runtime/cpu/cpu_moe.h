@@ -3,8 +3,9 @@
  *
  * Owns: the router's product and the expert selection (scores softmax or sigmoid, top-k larger
  * first with a tie to the lower index, weights normalized or not), one expert's FFN for one
- * token or for up to CPU_MOE_NT tokens at once, its rows read once for them (gate and up products, the activation, the down product, each over that expert's rows
- * of the stacked 3-D tensors, inputs as linear rounds them: f16 for F16 weights, bf16 for BF16,
+ * token or for up to CPU_MOE_NT tokens at once, its rows read once for them (gate and up
+ * products, the activation, the down product, each over that expert's rows of the stacked 3-D
+ * tensors, inputs as linear rounds them: f16 for F16 weights, bf16 for BF16,
  * Q8_0 blocks for Q8_0 / Q4_0 / Q2_0, Q8_K codes for Q4_K / Q6_K and for the ternary TQ1_0 /
  * TQ2_0 (their codec row's matmul, llama.cpp's ggml_vec_dot_tq*_q8_K), as they are for F32), and the
  * weighted sum in selection order.
@@ -40,7 +41,8 @@ size_t cpu_moe_scratch(const cpu_moe *m);
 /* The selection from one token's router logits (scores overwritten): sel[k], w[k]. */
 void cpu_moe_select(float *logits, int n_expert, int k, bool sigmoid, bool norm, int *sel, float *w);
 /* Router logits rows r0 .. r0 + rows of one token x [dim] into lg[r0 ..] (a decode step splits
- * the rows between threads; the same bits as cpu_moe_route's for rows in blocks of 16). */
+ * the rows between threads: r0 a multiple of 16 gives the bits of one call over all rows,
+ * test_moe). */
 void cpu_moe_logits(cpu_isa isa, const cpu_moe *m, const float *x, int r0, int rows, float *lg, void *scratch);
 /* One token x [dim]: its experts sel[k] and weights w[k]. */
 void cpu_moe_route(cpu_isa isa, const cpu_moe *m, const float *x, int *sel, float *w, void *scratch);
