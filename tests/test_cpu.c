@@ -342,6 +342,12 @@ static void test_i2s(void **st)
             for (size_t c = 0; c < 11; c++)
                 if ((size_t)ks[a] * ms[b] * ns[c] < 3000000)
                     check_matmul(FMT_I2_S, ks[a], ms[b], ns[c]);
+    /* the AVX-512 prompt kernel's blocks (cpu_i2s.c: rows in blocks of ROW_BLOCK_BYTES, K in slices
+     * of SLICE_PAIRS pairs, sums carried between slices): several slices with an odd last block, a
+     * last slice of one pair, row blocks with an odd row over, full tiles and a partial one */
+    const int blk[][3] = {{6528, 70, 9}, {6528, 131, 16}, {3200, 67, 8}, {3328, 3, 24}};
+    for (size_t i = 0; i < sizeof blk / sizeof blk[0]; i++)
+        check_matmul(FMT_I2_S, blk[i][0], blk[i][1], blk[i][2]);
     /* the AMX tiles' sizes (cpu_amx.c: 32 rows x 32 tokens a pass, codes in chunks of 64, sums
      * carried for 256 tokens): one block (its fields in order), pairs and an odd block, row ranges
      * and token counts off 16 and 32, a prompt-sized step, two groups of tokens */

@@ -179,6 +179,8 @@ void cpu_act_quant_q8k(cpu_isa isa, const float *x, int K, int8_t *q, float *d)
  * tokens in tiles of TILE_T (the last tile holds the rest, width w), each tile interleaving its
  * tokens' vectors so a kernel serving those tokens reads one contiguous run per field. */
 #define TILE_T 8
+#define ROW_BLOCK_BYTES (48 << 10)
+#define SLICE_PAIRS 12
 static inline size_t avx512_tile_width(int n, int t) { return (size_t)(n - t / TILE_T * TILE_T < TILE_T ? n - t / TILE_T * TILE_T : TILE_T); }
 
 void cpu_i2s_pack(cpu_isa isa, const int8_t *q, int K, int n, int8_t *out)
@@ -413,8 +415,8 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
         TOK(7, x7, y7);                                                                                \
     } while (0)
 
-CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const cpu_qact *a, int t0, int32_t *out,
-                                              int64_t ld)
+CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const cpu_qact *a, int t0, int p0,
+                                              int p1, int32_t *out, int64_t ld)
 {
     const int K = a->K, pairs = K / 256;
     const tok_at at = token_at(a, t0); /* t0 starts a full tile of 8 */
@@ -422,7 +424,7 @@ CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const
     const uint8_t *w0 = w + r * (K / 4), *w1 = w0 + K / 4;
     __m512i x0 = _mm512_setzero_si512(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
     __m512i y0 = x0, y1 = x0, y2 = x0, y3 = x0, y4 = x0, y5 = x0, y6 = x0, y7 = x0;
-    for (int p = 0; p < pairs; p++) {
+    for (int p = p0; p < p1; p++) {
         const __m512i wa = _mm512_loadu_si512(w0 + p * 64), wb = _mm512_loadu_si512(w1 + p * 64);
         FIELD(6, 0);
         FIELD(4, 1);
@@ -433,13 +435,21 @@ CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const
     const int odd = (K / BLK) & 1;
     for (int t = 0; t < TILE_T; t++) {
         int32_t vx = _mm512_reduce_add_epi32(xs[t]), vy = _mm512_reduce_add_epi32(ys[t]);
-        if (odd) {
+        int32_t *ox = &out[(t0 + t) * ld + r];
+        if (p0 > 0) { /* a later slice of the row: add to the sums so far */
+            vx += ox[0];
+            vy += ox[1];
+        } else {
+            vx -= a->qsum[t0 + t];
+            vy -= a->qsum[t0 + t];
+        }
+        if (odd && p1 == pairs) {
             const int8_t *qt = at.tile + (size_t)pairs * 256 * TILE_T + (size_t)t * 128;
             vx += tail_block_avx512(w0 + pairs * 64, qt);
             vy += tail_block_avx512(w1 + pairs * 64, qt);
         }
-        out[(t0 + t) * ld + r] = vx - a->qsum[t0 + t];
-        out[(t0 + t) * ld + r + 1] = vy - a->qsum[t0 + t];
+        ox[0] = vx;
+        ox[1] = vy;
     }
 }
 #undef FIELD
@@ -514,9 +524,20 @@ CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t 
                                           int64_t ld)
 {
     const int full = a->n / TILE_T * TILE_T; /* tokens in full tiles */
-    for (int64_t r = r0; r + 2 <= r1 && full; r += 2)
-        for (int t = 0; t < full; t += TILE_T)
-            gemm_2x8_avx512(w, r, a, t, out, ld);
+    /* a block of rows and a slice of K at a time: a slice of the tile's codes (SLICE_PAIRS x 2 KiB)
+     * stays in L1 while the block's rows (ROW_BLOCK_BYTES) pass from L2; integer sums, so the
+     * slices' order leaves the bits as they are */
+    const int pairs = a->K / 256, ps = pairs < SLICE_PAIRS ? (pairs > 0 ? pairs : 1) : SLICE_PAIRS;
+    const int64_t rb = ROW_BLOCK_BYTES / ((int64_t)ps * 64) / 2 * 2 > 2 ? ROW_BLOCK_BYTES / ((int64_t)ps * 64) / 2 * 2 : 2;
+    for (int64_t b0 = r0; b0 + 2 <= r1 && full; b0 += rb) {
+        const int64_t b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int p0 = 0; p0 < pairs || p0 == 0; p0 += ps) {
+            const int p1 = p0 + ps < pairs ? p0 + ps : pairs;
+            for (int t = 0; t < full; t += TILE_T)
+                for (int64_t r = b0; r + 2 <= b1; r += 2)
+                    gemm_2x8_avx512(w, r, a, t, p0, p1, out, ld);
+        }
+    }
     if (full && (r1 - r0) % 2) /* the odd last row of the full tiles' tokens */
         for (int t = 0; t < full; t++)
             gemv_avx512(w, r1 - 1, r1, a, t, out + (size_t)t * ld);
