@@ -80,8 +80,9 @@ int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n);
  * n_kv positions; layers_only: the per-layer weights alone. */
 uint64_t cpu_engine_decode_bytes(const cpu_engine *e, int n_kv);
 uint64_t cpu_engine_weight_bytes(const cpu_engine *e, bool layers_only);
-/* The sum of words[0..n) read by every decode thread (a memory-bandwidth probe). */
-uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n);
+/* The sum of words[0..n) read by every decode thread (a memory-bandwidth probe); ahead: with the
+ * kernels' software prefetch (cpu_stream.h), else the hardware's prefetchers alone. */
+uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n, bool ahead);
 /* Resident set size of the process in bytes (/proc/self/statm), 0 if unknown. */
 uint64_t cpu_rss_bytes(void);
 /* Sparse FFN: the mean fraction of neurons whose gate activation was non-zero per layer over

@@ -158,7 +158,11 @@ void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out)
 /* The machine's memory read bandwidth as the decode sees it: every thread of the pool size
  * summing its part of a buffer of 256 MiB or twice the last-level cache, whichever is larger
  * (some server CPUs have 320 MB of L3: a 256 MiB buffer read 3 times would partly be read from
- * it), best of 3. */
+ * it), best of 3 reads with the kernels' software prefetch and 3 without (whichever pattern the
+ * machine streams faster: on an AMD EPYC Zen 5 VM the hardware alone read 39 GB/s a thread
+ * against 32 with the prefetch, on the Intel Xeon VM the prefetch doubled it). Every word of
+ * the buffer differs: a buffer of equal pages can be merged by the kernel or the hypervisor
+ * into a few physical pages, which are then read from the cache. */
 int rt_eng_cpu_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
 {
     const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE); /* glibc: 0 or -1 when unknown */
@@ -170,15 +174,22 @@ int rt_eng_cpu_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
         snprintf(err, RT_ERR_LEN, "out of memory for the bandwidth probe");
         return -1;
     }
-    memset(buf, 1, bytes);
+    uint64_t want = 0, x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < bytes / 8; i++) { /* xorshift64: no two pages alike */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf[i] = x;
+        want += x;
+    }
     double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 6; rep++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        const uint64_t sum = cpu_engine_read_probe(e->cpu, buf, bytes / 8);
+        const uint64_t sum = cpu_engine_read_probe(e->cpu, buf, bytes / 8, rep % 2);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         const double s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-        if (sum != bytes / 8 * 0x0101010101010101ull) { /* keeps the reads from being optimised away */
+        if (sum != want) { /* keeps the reads from being optimised away */
             snprintf(err, RT_ERR_LEN, "bandwidth probe: wrong sum");
             free(buf);
             return -1;
