@@ -309,33 +309,24 @@ static void read_main(void *arg, int ith, int nth)
     read_job *j = arg;
     int64_t lo, hi;
     cpu_pool_range((int64_t)(j->n / j->stride), ith, nth, 64, &lo, &hi);
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    if (j->stride == 8) {
-        /* a 64-byte line a step in four 16-byte vector adds (plain scalar adds, four loads and
-         * a branch per 32 bytes, kept one core of the AMD EPYC VM below what it streams) */
-        typedef uint64_t vec2 __attribute__((vector_size(16)));
-        const uint64_t *w = (const uint64_t *)j->p;
-        vec2 v0 = {0, 0}, v1 = v0, v2 = v0, v3 = v0;
-        int64_t i = lo;
-        for (; i + 8 <= hi; i += 8) {
-            const vec2 *l = (const vec2 *)(w + i); /* lo is a multiple of 64 words: aligned */
-            if (j->ahead)
-                cpu_stream_ahead(l); /* as the kernels read their weights */
-            v0 += l[0];
-            v1 += l[1];
-            v2 += l[2];
-            v3 += l[3];
-        }
-        const vec2 v = v0 + v1 + v2 + v3;
-        s0 = v[0];
-        s1 = v[1];
-        for (; i < hi; i++)
-            s2 += w[i];
-    } else {
-        for (int64_t i = lo; i < hi; i++)
-            s0 += ((const volatile uint8_t *)j->p)[(size_t)i * j->stride];
+    /* a line a step in 16-byte vectors: scalar adds kept a core of an AMD EPYC VM below the bus */
+    typedef uint64_t vec2 __attribute__((vector_size(16)));
+    vec2 v0 = {0, 0}, v1 = v0, v2 = v0, v3 = v0;
+    uint64_t s = 0;
+    int64_t i = lo;
+    for (; j->stride == 8 && i + 8 <= hi; i += 8) { /* lo: a multiple of 64 words, so aligned */
+        const vec2 *l = (const vec2 *)((const uint64_t *)j->p + i);
+        if (j->ahead)
+            cpu_stream_ahead(l); /* as the kernels read their weights */
+        v0 += l[0];
+        v1 += l[1];
+        v2 += l[2];
+        v3 += l[3];
     }
-    j->part[ith] = s0 + s1 + s2 + s3;
+    for (; i < hi; i++) /* the probe's last words, or one byte a page */
+        s += j->stride == 8 ? ((const uint64_t *)j->p)[i] : ((const volatile uint8_t *)j->p)[(size_t)i * j->stride];
+    const vec2 t = v0 + v1 + v2 + v3;
+    j->part[ith] = s + t[0] + t[1];
 }
 
 static uint64_t pool_read(cpu_engine *e, const void *p, size_t n, size_t stride, bool ahead, int nth)

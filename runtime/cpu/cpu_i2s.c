@@ -7,9 +7,10 @@
  * times 64, 16, 4, 1) and multiplied by the activations with vpdpbusd into four accumulators,
  * which are scaled back (exact shifts of multiples) at the end: 4 ANDs a load instead of 4
  * shifts and 4 ANDs. For several tokens (prompts) the codes are unpacked once per load and
- * reused by 8 tokens (2 rows x 8 tokens of accumulators in registers); the last 2..7 tokens
- * (a multi-row decode step of a few sequences) likewise, 2 rows x 2..7 tokens, so such a step
- * reads the weights once, not once per token.
+ * reused by 8 tokens (2 rows x 8 tokens of accumulators in registers), over a block of rows
+ * and a slice of K at a time so the tile's codes are read from L1 (sums_avx512); the last
+ * 2..7 tokens (a multi-row decode step of a few sequences) likewise, 2 rows x 2..7 tokens, so
+ * such a step reads the weights once, not once per token.
  * AVX2: vpmaddubsw (codes 0..2 as unsigned bytes times the signed activations: int16 pairs of
  * at most 512), summed in int16 for 15 blocks at most (15 x 4 x 512 < 32768), then widened.
  * Every path computes sum(code * q) and subtracts sum(q): code - 1 is the ternary weight.

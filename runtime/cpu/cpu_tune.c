@@ -6,7 +6,8 @@
  * measurement, and the variables that skip it. The fastest kernel depends on the
  * microarchitecture, not only on what the CPU advertises: an AMD Zen 4 executes 512-bit
  * operations as two 256-bit halves, and there the AVX2 kernels stream a decode step's weights
- * faster than the AVX-512 ones, while prompts go the other way (docs/performance.md).
+ * faster than the AVX-512 ones, while prompts go the other way (docs/performance.md; on a Zen 5
+ * VM too, where the 512-bit operations are whole).
  *
  * So when the engine opens, every level from AVX2 up to the detected one is timed on this
  * model's own matrices with the engine's threads, each op on a bounded slice of its real work
