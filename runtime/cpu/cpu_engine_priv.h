@@ -108,7 +108,6 @@ struct cpu_engine {
     float *moe_guess_w;
     float *moe_lg;            /* [n_expert]: a one-token step's router logits (rows split by thread) */
     int *moe_order, *moe_grp, *moe_cnt; /* a prompt step's pairs grouped by expert (cpu_forward.c moe_group) */
-    int n_grp;
     int *moe_slot, *moe_round;
     int n_round;
     uint64_t *xc_skip;        /* [n_xc_skip][2]: the experts' file ranges, sorted */

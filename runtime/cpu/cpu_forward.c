@@ -426,8 +426,9 @@ static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo,
 }
 
 /* A prompt step's pairs by expert: moe_order the pair indices sorted by their expert (stable),
- * moe_grp chunks of up to CPU_MOE_NT pairs of one expert (first index into moe_order, count) */
-static void moe_group(cpu_engine *e, int pairs, int n_expert)
+ * moe_grp chunks of up to CPU_MOE_NT pairs of one expert (first index into moe_order, count);
+ * returns the number of chunks */
+static int moe_group(cpu_engine *e, int pairs, int n_expert)
 {
     int *at = e->moe_cnt;
     memset(at, 0, sizeof(int) * ((size_t)n_expert + 1));
@@ -437,14 +438,15 @@ static void moe_group(cpu_engine *e, int pairs, int n_expert)
         at[x + 1] += at[x];
     for (int i = 0; i < pairs; i++) /* then at[x]: where they end */
         e->moe_order[at[e->moe_sel[i]]++] = i;
-    e->n_grp = 0;
+    int n_grp = 0;
     for (int x = 0, i = 0; x < n_expert; x++)
         while (i < at[x]) {
             const int nt = at[x] - i < CPU_MOE_NT ? at[x] - i : CPU_MOE_NT;
-            e->moe_grp[2 * e->n_grp] = i;
-            e->moe_grp[2 * e->n_grp + 1] = nt;
-            e->n_grp++, i += nt;
+            e->moe_grp[2 * n_grp] = i;
+            e->moe_grp[2 * n_grp + 1] = nt;
+            n_grp++, i += nt;
         }
+    return n_grp;
 }
 
 enum { MOE_GROUP_MIN = 4 };
@@ -553,8 +555,8 @@ static int moe(cpu_run *r, const cpu_step_op *so)
     } else if (n == 1)
         par_for(r, so, pairs, 1, moe_expert_body, true);
     else { /* a prompt: the tokens that chose an expert through it together */
-        moe_group(r->e, pairs, (int)r->e->cs->n_expert);
-        par_for(r, so, r->e->n_grp, 1, moe_group_body, true);
+        const int n_grp = moe_group(r->e, pairs, (int)r->e->cs->n_expert);
+        par_for(r, so, n_grp, 1, moe_group_body, true);
     }
     par_for(r, so, n, 1, moe_sum_body, n > 1);
     return 0;

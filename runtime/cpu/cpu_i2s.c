@@ -529,10 +529,11 @@ CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t 
      * stays in L1 while the block's rows (ROW_BLOCK_BYTES) pass from L2; integer sums, so the
      * slices' order leaves the bits as they are */
     const int pairs = a->K / 256, ps = pairs < SLICE_PAIRS ? (pairs > 0 ? pairs : 1) : SLICE_PAIRS;
-    const int64_t rb = ROW_BLOCK_BYTES / ((int64_t)ps * 64) / 2 * 2 > 2 ? ROW_BLOCK_BYTES / ((int64_t)ps * 64) / 2 * 2 : 2;
+    const int64_t fit = ROW_BLOCK_BYTES / ((int64_t)ps * 64) / 2 * 2; /* rows of the block, even */
+    const int64_t rb = fit > 2 ? fit : 2;
     for (int64_t b0 = r0; b0 + 2 <= r1 && full; b0 += rb) {
         const int64_t b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int p0 = 0; p0 < pairs || p0 == 0; p0 += ps) {
+        for (int p0 = 0; p0 < pairs || p0 == 0; p0 += ps) { /* K < 256: one pass, the odd block alone */
             const int p1 = p0 + ps < pairs ? p0 + ps : pairs;
             for (int t = 0; t < full; t += TILE_T)
                 for (int64_t r = b0; r + 2 <= b1; r += 2)
