@@ -921,16 +921,29 @@ typedef struct {
 static const fx FX[] = {{"bitnet-tiny", &rt_model_bitnet_tiny, 0.6769},
                         {"bitnet-2b-shape", &rt_model_bitnet_b1_58_2b, 0.9861}};
 
-static rt_engine *open_cpu(const rt_model_desc *d, const char *path, int threads, int sparse)
+static rt_engine *open_cpu_as(const rt_model_desc *d, const char *path, int threads, int sparse, bool mapped)
 {
     rt_engine_opts o = {.model_path = path, .device_index = -1, .n_ctx = 256, .n_batch = 128, .n_seq = 2,
                         .backend = RT_BACKEND_CPU, .n_threads = threads, .n_threads_batch = threads,
-                        .sparse_ffn = sparse};
+                        .sparse_ffn = sparse, .mmap_weights = mapped};
     rt_engine *e = NULL;
     char err[RT_ERR_LEN] = "";
     if (rt_engine_open(d, &o, &e, err))
         fail_msg("%s", err);
     return e;
+}
+static rt_engine *open_cpu(const rt_model_desc *d, const char *path, int threads, int sparse)
+{
+    return open_cpu_as(d, path, threads, sparse, false);
+}
+
+/* where the engine's description says its matrices are: 1 copied into 2 MiB pages
+ * (runtime/cpu/cpu_repack.c's arena), 0 the file mapping (--mmap), -1 neither */
+static int weights_copied(const rt_engine *e)
+{
+    rt_vk_device_desc dd;
+    rt_engine_device(e, &dd);
+    return strstr(dd.name, ", weights in 2 MiB pages (") ? 1 : strstr(dd.name, ", weights mapped")  ? 0 : -1;
 }
 
 static int read_ids(const char *path, int32_t *out, int max)
@@ -1008,8 +1021,11 @@ static void check_fixture(const fx *f)
     printf("%s on the CPU backend: prompt vs bitnet.cpp: top-1 %d/%d, mean |d| %.4g, max |d| %.4g (oracle self %.4g)\n",
            f->name, top1, n, sum / nref, mx, f->self_max);
     assert_true(top1 * 10 >= n * 9 && sum / nref <= 0.2 && mx <= 1.5 * f->self_max);
-    /* 1 thread: the same bits */
-    rt_engine *e1 = open_cpu(f->d, strcat(dir, "/model.gguf"), 1, 0);
+    /* 1 thread, the matrices read in the file mapping (--mmap) where e reads its copies: the
+     * same bits */
+    rt_engine *e1 = open_cpu_as(f->d, strcat(dir, "/model.gguf"), 1, 0, true);
+    assert_int_equal(weights_copied(e), 1);
+    assert_int_equal(weights_copied(e1), 0);
     *strrchr(dir, '/') = 0;
     float *got1 = malloc(sizeof(float) * nref);
     if (rt_engine_eval(e1, ids, n, 0, got1, err))

@@ -57,6 +57,9 @@ static const flag_def flags[] = {
     {"-t", "--threads", F_INT, O(n_threads), 1, 512, "N", "CPU backend, and --cpu-moe's experts: threads of a decode step (default: the physical cores)"},
     {"-tb", "--threads-batch", F_INT, O(n_threads_batch), 1, 512, "N", "CPU backend: threads of a prompt step (default: -t)"},
     {"--mlock", NULL, F_BOOL, O(mlock), 0, 0, NULL, "CPU backend: lock the weights in memory"},
+    {"--mmap", NULL, F_BOOL, O(mmap_weights), 0, 0, NULL,
+     "CPU backend: run the matrices in place in the file mapping, shared with other processes mapping the file "
+     "(default: copied at load into 2 MiB pages where they fit in available memory; -v names which)"},
     {"--expert-cache", NULL, F_INT, O(expert_cache), 0, 1 << 30, "MiB", "CPU backend, mixture-of-experts models: leave the experts in the file and keep the used ones in a cache of MiB (least recently used evicted; the next layer's likely experts read ahead by a thread); a model larger than memory runs, same logits; --profile / --bench print hits, misses, bytes read per token and time stalled (0: the experts in place, the default)"},
     {"--cpu-moe", "-cmoe", F_BOOL, O(cpu_moe), 0, 0, NULL, "Vulkan, mixture-of-experts models: every layer's expert tensors stay in system memory (the file mapping, not uploaded) and run on the CPU (threads: the larger of -t and -tb), the router and the rest of each layer on the device; the moe input and output are handed over inside each step (--profile / --bench: time and bytes per token, device memory saved); the CPU backend ignores it"},
     {"--n-cpu-moe", "-ncmoe", F_INT, O(n_cpu_moe), 0, 1 << 20, "N", "the same for the first N layers only (0: none, the default; at most the model's layers)"},

@@ -173,6 +173,7 @@ int rt_cli_open(const rt_cli_opts *o, const char *path, int n_ctx, ternion_model
     cp.n_threads = o->n_threads;
     cp.n_threads_batch = o->n_threads_batch;
     cp.mlock = o->mlock;
+    cp.mmap_weights = o->mmap_weights;
     cp.n_ctx = n_ctx;
     cp.n_batch = o->n_batch;
     cp.profile = o->profile;

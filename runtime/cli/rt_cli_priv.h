@@ -61,6 +61,7 @@ typedef struct {
     const char *device_str;    /* --device as given */
     int n_threads, n_threads_batch; /* -t, -tb (0: the physical cores) */
     bool mlock;                /* --mlock */
+    bool mmap_weights;         /* --mmap */
     int logprobs;              /* --logprobs N: each generated token's log-probability and its N
                                   most likely alternatives to stderr; -1: off */
     int decode_chain;          /* --decode-chain: greedy tokens per submission (1..TERNION_MAX_CHAIN) */

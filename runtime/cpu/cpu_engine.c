@@ -1,10 +1,9 @@
 /* cpu_engine.c - loading a model onto the native backend, the step entry points, logits and
  * figures (cpu_engine.h). The forward pass itself is cpu_forward.c.
  *
- * Memory: the weights are the GGUF mapping itself (madvise WILLNEED / SEQUENTIAL-free random
- * access, optional mlock); the engine allocates once at open: KV caches, value buffers of
- * n_batch tokens, the activation codes, 64 rows of logits and per-thread scratch. Nothing is
- * allocated per token.
+ * Memory: the weights are the GGUF mapping (madvise WILLNEED, optional mlock; cpu_repack.c
+ * copies the matrices a step reads whole); the engine allocates once at open: KV caches, value
+ * buffers of n_batch tokens, the activation codes, 64 rows of logits, per-thread scratch.
  */
 #include <errno.h>
 #include <math.h>
@@ -421,7 +420,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
             cpu_engine_close(e);
             return -1;
         }
-    if (fits && !o->mlock && cpu_repack_open(e, err)) { /* --mlock: the weights locked in place */
+    if (fits && !o->mlock && cpu_repack_open(e, o->in_place, err)) { /* --mlock: the weights locked in place */
         cpu_engine_close(e);
         return -1;
     }
@@ -696,9 +695,10 @@ static void describe_picks(const cpu_engine *e, char *out, size_t n)
 
 void cpu_engine_describe(const cpu_engine *e, char *out, size_t n)
 {
-    char picks[240];
+    char picks[240], where[96];
     describe_picks(e, picks, sizeof picks);
-    snprintf(out, n, "CPU (native backend, %s kernels%s%s, %d threads, %d for prompts)", cpu_isa_name(e->isa),
+    cpu_repack_describe(e, where, sizeof where);
+    snprintf(out, n, "CPU (native backend, %s kernels%s%s%s, %d threads, %d for prompts)", cpu_isa_name(e->isa), where,
              cpu_engine_amx_step(e, e->pick[CPU_OP_PROMPT].isa, CPU_AMX_MIN_TOKENS) ? ", AMX tiles for prompts" : "",
              picks, e->n_threads, e->n_threads_batch);
 }

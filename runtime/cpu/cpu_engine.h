@@ -28,6 +28,7 @@ typedef struct {
     bool sparse_ffn;            /* the exact sparse FFN: a neuron whose gate activation is 0 never
                                    reads its up row (same logits) */
     bool mlock;                 /* lock the mapping in memory */
+    bool in_place;              /* read the matrices in the mapping: no copy into 2 MiB pages */
     bool profile;               /* time every op of each step (cpu_engine_profile) */
     int expert_cache_mib;       /* 0: experts in place in the mapping; else they stay in the file and
                                    a cache of this many MiB holds the used ones (cpu_xcache.h) */

@@ -50,6 +50,9 @@ struct cpu_engine {
     cpu_weight head_copy;     /* --lm-head q8 / q6_k: the Q8_0 / Q6_K copy of the head's table
                                  (cpu_head.c; data owned), else data NULL */
     int head_tensor;          /* the LM head's tensor */
+    uint8_t *arena;           /* the matrices copied into 2 MiB pages (cpu_repack.c), NULL: none */
+    size_t arena_bytes;       /* its size */
+    uint64_t arena_huge;      /* of which in huge pages, as the kernel reported after the copy */
 
     cpu_step_op *ops;         /* [n_pre + n_layer + n_post] */
     int n_ops;
@@ -161,10 +164,13 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
 int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err);
 uint64_t cpu_head_bytes(const cpu_weight *w);
 
-/* The matrices' copies in the layouts the kernels read faster (cpu_repack.c); -1 with err when
- * memory runs out. */
-int cpu_repack_open(cpu_engine *e, char *err);
+/* The matrices' copies in the layouts the kernels read faster, then (unless in_place) the arena
+ * of 2 MiB pages (cpu_repack.c); -1 with err when memory runs out for the layouts (the arena is
+ * skipped when it would not fit). cpu_repack_describe: where the weights live, for
+ * cpu_engine_describe (", weights ..."). */
+int cpu_repack_open(cpu_engine *e, bool in_place, char *err);
 void cpu_repack_close(cpu_engine *e);
+void cpu_repack_describe(const cpu_engine *e, char *out, size_t cap);
 
 /* --expert-cache MiB (cpu_engine_experts.c): e->xc over the moe op's stacked experts; 0 when
  * budget_mib is 0; -1 with err (no experts, unequal layers, cpu_xcache_open's errors). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "cpu/cpu_engine_priv.h"
+#include "cpu/cpu_mem.h"
 #include "format/fmt_kquant.h"
 
 typedef struct {
@@ -72,7 +73,7 @@ int cpu_head_make_copy(cpu_engine *e, uint32_t type, char *err)
         return -1;
     }
     copy_job j = {.e = e, .w = w, .c = c, .type = type, .row_bytes = (size_t)(w->ne0 / f->blk) * f->blk_bytes};
-    j.out = malloc(j.row_bytes * (size_t)w->ne1);
+    j.out = cpu_alloc_huge(j.row_bytes * (size_t)w->ne1);
     if (!j.out) {
         snprintf(err, RT_ERR_LEN, "out of memory for the %s head copy (%.1f MiB)", f->name,
                  j.row_bytes * (double)w->ne1 / 1048576.0);

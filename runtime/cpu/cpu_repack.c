@@ -1,14 +1,20 @@
-/* cpu_repack.c - the copies of matrices the CPU engine makes at load in a layout its kernels
- * read faster than the file's: today Q8_0, Q4_0, Q2_0 and Q2_0_G128 rows interleaved by 16
- * (cpu_r16.h) for the AVX-512 products of `linear` ops and the LM head.
+/* cpu_repack.c - the copies of matrices the CPU engine makes at load: in a layout its kernels
+ * read faster than the file's (today Q8_0, Q4_0, Q2_0 and Q2_0_G128 rows interleaved by 16,
+ * cpu_r16.h, for the AVX-512 products of `linear` ops and the LM head), and the rest of what a
+ * decode step reads whole copied as it is into 2 MiB pages (cpu_mem.h).
  *
  * Owns: which weights get a copy (every layer's matrix of a linear or lm_head op that the layout
- * serves at the engine's level; none with TERNION_CPU_REPACK=0 or --mlock, whose weights stay
- * locked in place), making them over the thread pool, handing the mapping's pages of those
- * matrices back to the kernel (the products read only the copy, so the weights are not held
- * twice; a tied embedding's rows fault back in from the file when a token needs one), and
- * freeing the copies at close. Experts of a moe op keep the
- * file's layout (their rows are read a few at a time, by the tiles of cpu_qdot.c).
+ * serves at the engine's level; then, into one arena of transparent huge pages, every other
+ * matrix of a bitlinear, linear or lm_head op and a moe op's router and experts unless
+ * --expert-cache keeps those in the file; none with TERNION_CPU_REPACK=0 or --mlock, whose
+ * weights stay locked in place; no arena with --mmap, or when it would not fit in 7/8 of the
+ * memory the kernel says is available), making them over the thread pool, handing the
+ * mapping's pages of those matrices back to the kernel (the products read only the copy, so the
+ * weights are not held twice; a tied embedding's rows fault back in from the file when a token
+ * needs one), and freeing the copies at close. Embeddings keep the file's layout (a token
+ * reads one row). Why the arena: a decode step streams every matrix once, and from the
+ * mapping's 4 KiB pages each page costs a page-table walk (on the AMD EPYC VM of
+ * docs/performance.md one-token decode went from 14.3 to 19.2 tok/s at one thread).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_engine_priv.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_r16.h"
 
 typedef struct {
@@ -42,7 +49,111 @@ static void drop_pages(const cpu_weight *w)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-int cpu_repack_open(cpu_engine *e, char *err)
+/* The tensors of op so the arena takes (desc->tensors indices into t[4]; returns how many): a
+ * bitlinear's, linear's or LM head's matrix in the file's layout (read whole by each decode
+ * step), and a moe op's router and stacked experts unless --expert-cache keeps those in the file
+ * (a step reads k experts' matrices whole, each contiguous in its stack). */
+static int arena_tensors(const cpu_engine *e, const cpu_step_op *so, int t[4])
+{
+    const rt_cpu_op_kind k = so->op->kind;
+    if (so->tensor < 0)
+        return 0;
+    t[0] = so->tensor;
+    if (k == RT_CPU_MOE && !e->xc) {
+        for (int i = 0; i < 3; i++)
+            t[1 + i] = e->cs->moe_experts[i];
+        return 4;
+    }
+    return k == RT_CPU_BITLINEAR || k == RT_CPU_LINEAR || (k == RT_CPU_LM_HEAD && !e->head_copy.data);
+}
+
+typedef struct {
+    cpu_weight *w;
+    size_t at, n; /* its place in the arena, its bytes */
+} arena_piece;
+
+/* The arena's pieces into out (room for n_tensors x n_layers, one per weight): layer by layer in
+ * op order, then the tensors that are not per layer, each at a 64-byte boundary, in the order a
+ * decode step reads them; a tensor two ops read once. Returns the bytes; *out_n the pieces. */
+static size_t arena_plan(cpu_engine *e, arena_piece *out, int *out_n)
+{
+    size_t at = 0;
+    int np = 0;
+    for (int L = 0; L <= e->n_layers; L++)
+        for (int i = 0; i < e->n_ops; i++) {
+            int t[4];
+            const int nt = arena_tensors(e, &e->ops[i], t);
+            for (int k = 0; k < nt; k++) {
+                if (e->d->tensors[t[k]].per_layer != (L < e->n_layers))
+                    continue;
+                cpu_weight *w = &e->w[t[k] * e->n_layers + (L < e->n_layers ? L : 0)];
+                bool seen = w->r16 != NULL; /* or a tensor two ops read */
+                for (int q = 0; q < np; q++)
+                    seen |= out[q].w == w;
+                if (seen)
+                    continue;
+                const size_t n = cpu_head_bytes(w);
+                out[np++] = (arena_piece){w, at, n};
+                at += (n + 63) & ~(size_t)63;
+            }
+        }
+    *out_n = np;
+    return at;
+}
+
+typedef struct {
+    cpu_engine *e;
+    const arena_piece *p;
+    int n;
+    size_t total;
+} arena_job;
+
+/* worker ith copies its share of the arena's bytes, in whichever pieces they fall */
+static void arena_copy(void *arg, int ith, int nth)
+{
+    const arena_job *j = arg;
+    int64_t lo, hi;
+    cpu_pool_range((int64_t)j->total, ith, nth, 4096, &lo, &hi);
+    for (int k = 0; k < j->n; k++) {
+        const size_t a = j->p[k].at > (size_t)lo ? j->p[k].at : (size_t)lo;
+        const size_t b = j->p[k].at + j->p[k].n < (size_t)hi ? j->p[k].at + j->p[k].n : (size_t)hi;
+        if (a < b)
+            memcpy(j->e->arena + a, j->p[k].w->data + (a - j->p[k].at), b - a);
+    }
+}
+
+/* The arena of 2 MiB pages (none when it would not fit: the weights stay in the mapping). */
+static void arena_open(cpu_engine *e)
+{
+    int np;
+    arena_piece *p = malloc(sizeof *p * (size_t)e->d->n_tensors * (size_t)e->n_layers);
+    const size_t n = p ? arena_plan(e, p, &np) : 0;
+    const uint64_t avail = cpu_mem_available();
+    if (!n || (avail && n > avail - avail / 8) || !(e->arena = cpu_alloc_huge(n))) {
+        free(p);
+        return;
+    }
+    e->arena_bytes = cpu_huge_round(n); /* what cpu_alloc_huge took */
+    arena_job j = {e, p, np, n};
+    cpu_pool_run(e->pool, arena_copy, &j, 0);
+    for (int k = 0; k < np; k++) {
+        drop_pages(p[k].w);
+        p[k].w->data = e->arena + p[k].at;
+    }
+    free(p);
+    e->arena_huge = cpu_huge_bytes(e->arena, e->arena_bytes);
+}
+
+void cpu_repack_describe(const cpu_engine *e, char *out, size_t cap)
+{
+    if (e->arena)
+        snprintf(out, cap, ", weights in 2 MiB pages (%.0f/%.0f MiB)", (double)e->arena_huge / 1048576.0,
+                 (double)e->arena_bytes / 1048576.0);
+    else
+        snprintf(out, cap, ", weights mapped");
+}
+
+int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
 {
     const char *env = getenv("TERNION_CPU_REPACK");
     if (env && !strcmp(env, "0"))
@@ -57,7 +168,7 @@ int cpu_repack_open(cpu_engine *e, char *err)
             if (w->r16 || !cpu_r16_wants(e->isa, w))
                 continue;
             const size_t n = cpu_r16_bytes(w);
-            uint8_t *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+            uint8_t *p = cpu_alloc_huge(n);
             if (!p) {
                 snprintf(err, RT_ERR_LEN, "%s: out of memory for its matrices' interleaved copy (%.1f MiB; "
                          "TERNION_CPU_REPACK=0 runs without)", so->op->label, (double)n / 1048576.0);
@@ -69,6 +180,8 @@ int cpu_repack_open(cpu_engine *e, char *err)
             drop_pages(w);
         }
     }
+    if (!in_place)
+        arena_open(e);
     return 0;
 }
 
@@ -76,4 +189,5 @@ void cpu_repack_close(cpu_engine *e)
 {
     for (size_t i = 0; e->w && i < (size_t)e->d->n_tensors * e->n_layers; i++)
         free((void *)e->w[i].r16);
+    free(e->arena);
 }

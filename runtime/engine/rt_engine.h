@@ -66,6 +66,7 @@ typedef struct {
     int n_threads;      /* CPU backend: threads of a decode step; 0: the physical cores */
     int n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
     bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
+    bool mmap_weights;  /* CPU backend: the matrices read in the file mapping, not copied into 2 MiB pages */
     int expert_cache_mib; /* CPU backend: 0, the experts in place in the mapping; else they stay in
                            the file and a cache of this many MiB holds the used ones, read as
                            needed and prefetched (runtime/cpu/cpu_xcache.h; same logits); below

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/rt_engine_priv.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_pool.h"
 
 /* A Vulkan device that is not a CPU (lavapipe, SwiftShader) on this machine? */
@@ -80,6 +81,7 @@ int rt_eng_cpu_open(rt_engine *e, const rt_engine_opts *opts, char *err)
         .n_threads = opts->n_threads > 0 ? opts->n_threads : cores,
         .n_threads_batch = opts->n_threads_batch > 0 ? opts->n_threads_batch : opts->n_threads > 0 ? opts->n_threads : cores,
         .lm_head_copy = opts->lm_head_q6k ? FMT_Q6_K : opts->lm_head_q8 ? FMT_Q8_0 : 0u, .sparse_ffn = opts->sparse_ffn == RT_SPARSE_EXACT, .mlock = opts->mlock,
+        .in_place = opts->mmap_weights,
         .profile = opts->profile, .expert_cache_mib = opts->expert_cache_mib,
         .expert_prefetch = xpf && (!strcmp(xpf, "0") || !strcmp(xpf, "off")) ? CPU_XPF_OFF
                            : xpf && !strcmp(xpf, "ahead")                  ? CPU_XPF_AHEAD
@@ -162,14 +164,16 @@ void rt_eng_cpu_device(const rt_engine *e, rt_vk_device_desc *out)
  * machine streams faster: on an AMD EPYC Zen 5 VM the hardware alone read 39 GB/s a thread
  * against 32 with the prefetch, on the Intel Xeon VM the prefetch doubled it). Every word of
  * the buffer differs: a buffer of equal pages can be merged by the kernel or the hypervisor
- * into a few physical pages, which are then read from the cache. */
+ * into a few physical pages, which are then read from the cache. The buffer is in 2 MiB pages,
+ * as the weights' copies are (cpu_repack.c): from 4 KiB pages the same reads measure what the
+ * page walks leave, not the memory. */
 int rt_eng_cpu_copy_bandwidth(rt_engine *e, double *out_gbs, char *err)
 {
     const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE); /* glibc: 0 or -1 when unknown */
     size_t bytes = 256u << 20;
     if (l3 > 0 && (size_t)l3 <= ((size_t)4 << 30) && 2 * (size_t)l3 > bytes)
         bytes = ((2 * (size_t)l3) + ((1u << 20) - 1)) & ~(size_t)((1u << 20) - 1);
-    uint64_t *buf = malloc(bytes);
+    uint64_t *buf = (uint64_t *)cpu_alloc_huge(bytes); /* the pages the weights' copies sit in */
     if (!buf) {
         snprintf(err, RT_ERR_LEN, "out of memory for the bandwidth probe");
         return -1;

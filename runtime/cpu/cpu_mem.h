@@ -1,0 +1,30 @@
+/* cpu_mem.h - memory in 2 MiB pages for what a step streams, and what the kernel says of it.
+ *
+ * Owns: allocating in transparent huge pages (cpu_alloc_huge: the weights' copies of
+ * cpu_repack.c, the LM head's copy, the bandwidth probe's buffer), how many bytes of a region
+ * the kernel actually backs with huge pages (/proc/self/smaps), and the memory the kernel
+ * counts as available (/proc/meminfo). Linux; elsewhere the hints do nothing and the figures
+ * read 0.
+ */
+#ifndef CPU_MEM_H
+#define CPU_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CPU_HUGE_PAGE ((size_t)2 << 20)
+
+/* n rounded up to whole 2 MiB pages: what cpu_alloc_huge(n) takes */
+static inline size_t cpu_huge_round(size_t n) { return (n + CPU_HUGE_PAGE - 1) & ~(CPU_HUGE_PAGE - 1); }
+/* cpu_huge_round(n) bytes at a 2 MiB boundary, asked of the kernel as transparent huge pages (a
+ * hint: it may give 4 KiB ones, as with transparent_hugepage "never"); NULL when memory runs
+ * out. free() frees it. */
+uint8_t *cpu_alloc_huge(size_t n);
+/* The bytes of [p, p + n) in huge pages (AnonHugePages of the mappings over it, at most n; 0
+ * when /proc/self/smaps cannot be read). Reads a file: at load, not per step. */
+uint64_t cpu_huge_bytes(const void *p, size_t n);
+/* The kernel's MemAvailable (free memory plus what it can reclaim, such as the page cache of
+ * a model file), in bytes; 0 when unknown. */
+uint64_t cpu_mem_available(void);
+
+#endif
