@@ -58,6 +58,8 @@ static void usage(FILE *f, const char *prog)
             "  --expert-cache MiB    CPU backend, mixture-of-experts models: experts stay in the file, the\n"
             "                        used ones in a cache of MiB (least recently used evicted, the next\n"
             "                        layer's read ahead); same answers (default 0: experts in place)\n"
+            "  --mmap                CPU backend: the matrices in place in the file mapping, shared with\n"
+            "                        other processes mapping the file (default: copied into 2 MiB pages)\n"
             "  --cpu-moe, -cmoe      Vulkan, mixture-of-experts models: every layer's experts stay in\n"
             "                        system memory and run on the CPU (-t threads), the router and the\n"
             "                        rest on the device (the CPU backend ignores it)\n"
@@ -128,6 +130,8 @@ static int parse(int argc, char **argv, opts *o)
             rc = int_arg(a, v, 0, 1 << 30, &o->m.expert_cache_mib);
         else if (!strcmp(a, "--cpu-moe") || !strcmp(a, "-cmoe"))
             o->m.cpu_moe = true, takes = false;
+        else if (!strcmp(a, "--mmap"))
+            o->m.mmap_weights = true, takes = false;
         else if (!strcmp(a, "--n-cpu-moe") || !strcmp(a, "-ncmoe"))
             rc = int_arg(a, v, 0, 1 << 20, &o->m.n_cpu_moe);
         else if (!strcmp(a, "--chat-template"))

@@ -357,6 +357,7 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     cp.n_threads_batch = o->n_threads_batch;
     cp.expert_cache_mib = o->expert_cache_mib;
     cp.cpu_moe = o->cpu_moe;
+    cp.mmap_weights = o->mmap_weights;
     cp.n_cpu_moe = o->n_cpu_moe;
     cp.lm_head_q8 = o->lm_head_q8;
     cp.lm_head_q6k = o->lm_head_q6k;

@@ -17,6 +17,7 @@ typedef struct {
     int n_threads, n_threads_batch; /* CPU backend (-t, -tb); 0: the physical cores */
     int expert_cache_mib;           /* CPU backend, MoE models: --expert-cache MiB (0: experts in place) */
     bool cpu_moe;                   /* Vulkan, MoE models: --cpu-moe, every layer's experts on the CPU */
+    bool mmap_weights;              /* CPU backend: --mmap, the matrices read in the file mapping */
     int n_cpu_moe;                  /* --n-cpu-moe N: the first N layers' (0: none) */
     bool lm_head_q8;
     bool lm_head_q6k;

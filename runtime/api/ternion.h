@@ -323,11 +323,12 @@ typedef struct {
     int32_t n_threads_batch; /* CPU backend: threads of a prompt step; 0: n_threads */
     bool mlock;         /* CPU backend: lock the weights (the file mapping) in memory */
     bool mmap_weights;  /* CPU backend: run the matrices in place in the file mapping, shared with
-                           every process that maps the file (false, the default: those a decode
-                           step reads whole are copied at load into 2 MiB pages where they fit in
-                           available memory, the mapping's pages given back: faster where each
-                           4 KiB page costs a page-table walk; ternion_context_device's name
-                           says which) */
+                           every context and process that maps the file (false, the default:
+                           those a decode step reads whole are copied at load into 2 MiB pages,
+                           one copy per context, where they fit in 7/8 of the memory the kernel
+                           counts as available; the mapping's pages are given back: faster where
+                           each 4 KiB page costs a page-table walk; ternion_context_device's
+                           name says which) */
     int32_t expert_cache_mib; /* CPU backend, mixture-of-experts models: 0 (the default) reads the
                            experts in place in the file mapping; N > 0 leaves them in the file and
                            keeps the used ones in a cache of N MiB (least recently used evicted),
