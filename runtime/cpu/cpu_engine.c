@@ -16,6 +16,7 @@
 #include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_stream.h"
 
@@ -267,8 +268,8 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->kv0_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
     for (int i = 0; e->row_idx && i < e->n_batch; i++)
         e->row_idx[i] = i;
-    const size_t kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
-    e->kv = calloc(1, kv_bytes); /* zero: never stale data */
+    const size_t kv_bytes = e->kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
+    e->kv = cpu_map_huge(kv_bytes); /* zero: never stale data; 2 MiB pages (docs/performance.md) */
     if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->lin_q ||
         !e->lin_qd || !e->kq_q || !e->kq_d || !e->kq_s || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf || !e->kv0_buf)
@@ -481,7 +482,7 @@ void cpu_engine_close(cpu_engine *e)
     free(e->moe_lg), free(e->moe_order), free(e->moe_grp), free(e->moe_cnt);
     cpu_xcache_close(e->xc);
     free(e->xc_skip);
-    free(e->kv);
+    cpu_unmap_huge(e->kv, e->kv_bytes);
     free((void *)e->head_copy.data);
     free(e->prof_rows[0]);
     free(e->prof_rows[1]);

@@ -59,7 +59,8 @@ struct cpu_engine {
 
     int kv_dim;
     bool kv_f16;
-    uint8_t *kv;              /* [n_seq][n_layers][2][n_ctx][kv_dim] of 2 or 4 bytes */
+    uint8_t *kv;              /* [n_seq][n_layers][2][n_ctx][kv_dim] of 2 or 4 bytes (cpu_map_huge) */
+    size_t kv_bytes;
 
     float **val;              /* [n_values] -> [n_batch][width] */
     int *width;               /* [n_values], the vocabulary resolved */

@@ -45,3 +45,25 @@ uint64_t cpu_mem_available(void)
         fclose(f);
     return (uint64_t)kib * 1024u;
 }
+
+uint8_t *cpu_map_huge(size_t n)
+{
+    n = cpu_huge_round(n);
+    const size_t span = n + CPU_HUGE_PAGE; /* room to start at a 2 MiB boundary */
+    uint8_t *m = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)m + CPU_HUGE_PAGE - 1) & ~(uintptr_t)(CPU_HUGE_PAGE - 1));
+    if (p > m) /* the unaligned head and tail back to the kernel */
+        munmap(m, (size_t)(p - m));
+    if (m + span > p + n)
+        munmap(p + n, (size_t)(m + span - (p + n)));
+    (void)madvise(p, n, MADV_HUGEPAGE);
+    return p;
+}
+
+void cpu_unmap_huge(void *p, size_t n)
+{
+    if (p)
+        munmap(p, cpu_huge_round(n));
+}

@@ -1,7 +1,8 @@
 /* cpu_mem.h - memory in 2 MiB pages for what a step streams, and what the kernel says of it.
  *
  * Owns: allocating in transparent huge pages (cpu_alloc_huge: the weights' copies of
- * cpu_repack.c, the LM head's copy, the bandwidth probe's buffer), how many bytes of a region
+ * cpu_repack.c, the LM head's copy, the bandwidth probe's buffer; cpu_map_huge: the KV caches,
+ * zeroed and committed as touched), how many bytes of a region
  * the kernel actually backs with huge pages (/proc/self/smaps), and the memory the kernel
  * counts as available (/proc/meminfo). Linux; elsewhere the hints do nothing and the figures
  * read 0.
@@ -20,6 +21,12 @@ static inline size_t cpu_huge_round(size_t n) { return (n + CPU_HUGE_PAGE - 1) &
  * hint: it may give 4 KiB ones, as with transparent_hugepage "never"); NULL when memory runs
  * out. free() frees it. */
 uint8_t *cpu_alloc_huge(size_t n);
+/* cpu_huge_round(n) bytes of zeros at a 2 MiB boundary, mapped from the kernel and committed a
+ * page at a time as they are first touched, in transparent huge pages where it gives them (the
+ * KV caches: a step reads a cache's rows at a stride, and in 4 KiB pages each few rows cost a
+ * page-table walk); NULL when the kernel refuses. cpu_unmap_huge(p, n) with the same n frees it. */
+uint8_t *cpu_map_huge(size_t n);
+void cpu_unmap_huge(void *p, size_t n);
 /* The bytes of [p, p + n) in huge pages (AnonHugePages of the mappings over it, at most n; 0
  * when /proc/self/smaps cannot be read). Reads a file: at load, not per step. */
 uint64_t cpu_huge_bytes(const void *p, size_t n);
