@@ -1,7 +1,7 @@
 /* cpu_mem.h - memory in 2 MiB pages for what a step streams, and what the kernel says of it.
  *
  * Owns: allocating in transparent huge pages (cpu_alloc_huge: the weights' copies of
- * cpu_repack.c, the LM head's copy, the bandwidth probe's buffer; cpu_map_huge: the KV caches,
+ * cpu_repack.c, the LM head's copy, the expert cache's slots, the bandwidth probe's buffer; cpu_map_huge: the KV caches,
  * zeroed and committed as touched), how many bytes of a region
  * the kernel actually backs with huge pages (/proc/self/smaps), and the memory the kernel
  * counts as available (/proc/meminfo). Linux; elsewhere the hints do nothing and the figures

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/rt_base.h" /* RT_ERR_LEN */
+#include "cpu/cpu_mem.h"
 #include "format/fmt_codec.h"
 
 enum { S_EMPTY, S_LOADING, S_READY };
@@ -196,7 +197,7 @@ int cpu_xcache_open(const cpu_xcache_desc *d, cpu_xcache **out, char *err)
     x->pinned = malloc(sizeof(int) * (size_t)x->st.slots);
     x->guess = malloc(sizeof(int) * (size_t)d->n_layers * (size_t)d->k);
     x->queue = malloc(sizeof(int) * 2 * (size_t)d->k);
-    x->mem = aligned_alloc(64, (size_t)x->st.budget_bytes);
+    x->mem = cpu_alloc_huge((size_t)x->st.budget_bytes); /* slots read whole, as the arena's matrices */
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     *out = x; /* cpu_xcache_close frees what follows on failure */
