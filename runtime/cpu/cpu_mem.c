@@ -2,6 +2,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "cpu/cpu_mem.h"
@@ -33,6 +34,53 @@ uint64_t cpu_huge_bytes(const void *p, size_t n)
     return sum < n ? sum : n; /* a mapping may reach past the region */
 }
 
+/* the first number in file dir/name; false when absent or not a number ("max") */
+static bool read_u64(const char *dir, const char *name, unsigned long long *out)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    const bool ok = f && fscanf(f, "%llu", out) == 1;
+    if (f)
+        fclose(f);
+    return ok;
+}
+
+/* the memory left under this process's cgroup limit (limit minus usage, the page cache
+ * included, so it errs low), UINT64_MAX without a limit: cgroup v2 (memory.max) or v1
+ * (memory.limit_in_bytes), at the path /proc/self/cgroup names or, inside a container whose
+ * cgroup is mounted as the root, at the mount itself */
+static uint64_t cgroup_room(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[512], rel[400], dir[480];
+    uint64_t room = UINT64_MAX;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        const char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        const bool v2 = c2 == c1 + 1, v1 = !v2 && strstr(c1, "memory") && strstr(c1, "memory") < c2;
+        if (!v1 && !v2)
+            continue;
+        snprintf(rel, sizeof rel, "%s", c2 + 1);
+        const char *base = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+        for (int k = 0; k < 2; k++) { /* the named path, then the mount's root */
+            snprintf(dir, sizeof dir, "%s%s", base, k ? "" : rel);
+            unsigned long long lim, use;
+            if (read_u64(dir, v2 ? "memory.max" : "memory.limit_in_bytes", &lim) &&
+                read_u64(dir, v2 ? "memory.current" : "memory.usage_in_bytes", &use)) {
+                if (lim < (1ull << 60)) /* v1 writes a huge number for "no limit" */
+                    room = lim > use ? (lim - use < room ? lim - use : room) : 0;
+                break;
+            }
+        }
+    }
+    if (f)
+        fclose(f);
+    return room;
+}
+
 uint64_t cpu_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -43,7 +91,8 @@ uint64_t cpu_mem_available(void)
             break;
     if (f)
         fclose(f);
-    return (uint64_t)kib * 1024u;
+    const uint64_t room = cgroup_room(), avail = (uint64_t)kib * 1024u;
+    return avail && avail < room ? avail : room == UINT64_MAX ? avail : room;
 }
 
 uint8_t *cpu_map_huge(size_t n)

@@ -31,7 +31,8 @@ void cpu_unmap_huge(void *p, size_t n);
  * when /proc/self/smaps cannot be read). Reads a file: at load, not per step. */
 uint64_t cpu_huge_bytes(const void *p, size_t n);
 /* The kernel's MemAvailable (free memory plus what it can reclaim, such as the page cache of
- * a model file), in bytes; 0 when unknown. */
+ * a model file), or less where this process's cgroup (a container's memory limit) leaves less
+ * room under its limit, in bytes; 0 when unknown. */
 uint64_t cpu_mem_available(void);
 
 #endif
