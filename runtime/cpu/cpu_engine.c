@@ -268,15 +268,15 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     e->kv0_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);
     for (int i = 0; e->row_idx && i < e->n_batch; i++)
         e->row_idx[i] = i;
-    const size_t kv_bytes = e->kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
-    e->kv = cpu_map_huge(kv_bytes); /* zero: never stale data; 2 MiB pages (docs/performance.md) */
+    e->kv_bytes = (size_t)e->n_seq * e->n_layers * 2 * e->n_ctx * e->kv_dim * (e->kv_f16 ? 2 : 4);
+    e->kv = cpu_map_huge(e->kv_bytes); /* zero: never stale data; 2 MiB pages (docs/performance.md) */
     if (!e->q || !e->qp || !e->qs || !e->qsum || !e->qbs || !e->scratch || !e->head_x || !e->lin_x || !e->lin_q ||
         !e->lin_qd || !e->kq_q || !e->kq_d || !e->kq_s || !e->logits || !e->ffn_active ||
         !e->row_idx || !e->pos_buf || !e->seq_buf || !e->kv0_buf)
         return fail_oom(err, "activation buffers");
     if (!e->kv) {
         snprintf(err, RT_ERR_LEN, "out of memory for the KV cache (%.1f MiB for %d sequences of %d positions): use a "
-                 "smaller -c", kv_bytes / 1048576.0, e->n_seq, e->n_ctx);
+                 "smaller -c", e->kv_bytes / 1048576.0, e->n_seq, e->n_ctx);
         return -1;
     }
     return 0;

@@ -168,7 +168,7 @@ uint64_t cpu_head_bytes(const cpu_weight *w);
 /* The matrices' copies in the layouts the kernels read faster, then (unless in_place) the arena
  * of 2 MiB pages (cpu_repack.c); -1 with err when memory runs out for the layouts (the arena is
  * skipped when it would not fit). cpu_repack_describe: where the weights live, for
- * cpu_engine_describe (", weights ..."). */
+ * cpu_engine_describe (", weights ..."; the matrices counted from their data pointers). */
 int cpu_repack_open(cpu_engine *e, bool in_place, char *err);
 void cpu_repack_close(cpu_engine *e);
 void cpu_repack_describe(const cpu_engine *e, char *out, size_t cap);

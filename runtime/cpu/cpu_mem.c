@@ -92,7 +92,9 @@ uint64_t cpu_mem_available(void)
     if (f)
         fclose(f);
     const uint64_t room = cgroup_room(), avail = (uint64_t)kib * 1024u;
-    return avail && avail < room ? avail : room == UINT64_MAX ? avail : room;
+    if (room == UINT64_MAX) /* no cgroup limit */
+        return avail;
+    return avail && avail < room ? avail : room; /* the smaller of the two that are known */
 }
 
 uint8_t *cpu_map_huge(size_t n)

@@ -6,9 +6,10 @@
  * Owns: which weights get a copy (every layer's matrix of a linear or lm_head op that the layout
  * serves at the engine's level; then, into one arena of transparent huge pages, every other
  * matrix of a bitlinear, linear or lm_head op and a moe op's router and experts unless
- * --expert-cache keeps those in the file; none with TERNION_CPU_REPACK=0 or --mlock, whose
- * weights stay locked in place; no arena with --mmap, or when it would not fit in 7/8 of the
- * memory the kernel says is available), making them over the thread pool, handing the
+ * --expert-cache keeps those in the file; no interleaved copies with TERNION_CPU_REPACK=0, whose
+ * matrices the arena then takes as stored; none at all with --mlock, whose weights stay locked
+ * in place; no arena with --mmap, or when it would not fit in 7/8 of the memory the kernel says
+ * is available, cpu_mem_available), making them over the thread pool, handing the
  * mapping's pages of those matrices back to the kernel (the products read only the copy, so the
  * weights are not held twice; a tied embedding's rows fault back in from the file when a token
  * needs one), and freeing the copies at close. Embeddings keep the file's layout (a token
@@ -146,19 +147,20 @@ static void arena_open(cpu_engine *e)
 
 void cpu_repack_describe(const cpu_engine *e, char *out, size_t cap)
 {
-    if (e->arena)
-        snprintf(out, cap, ", weights in 2 MiB pages (%.0f/%.0f MiB)", (double)e->arena_huge / 1048576.0,
-                 (double)e->arena_bytes / 1048576.0);
+    int n = 0; /* the matrices whose bytes the kernels read from the arena */
+    for (size_t i = 0; e->arena && i < (size_t)e->d->n_tensors * e->n_layers; i++)
+        n += e->w[i].data >= e->arena && e->w[i].data < e->arena + e->arena_bytes;
+    if (n)
+        snprintf(out, cap, ", weights in 2 MiB pages (%d matrices, %.0f/%.0f MiB)", n,
+                 (double)e->arena_huge / 1048576.0, (double)e->arena_bytes / 1048576.0);
     else
         snprintf(out, cap, ", weights mapped");
 }
 
 int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
 {
-    const char *env = getenv("TERNION_CPU_REPACK");
-    if (env && !strcmp(env, "0"))
-        return 0;
-    for (int i = 0; i < e->n_ops; i++) {
+    const char *env = getenv("TERNION_CPU_REPACK"); /* 0: no interleaved copies (the arena stays) */
+    for (int i = 0; !(env && !strcmp(env, "0")) && i < e->n_ops; i++) {
         const cpu_step_op *so = &e->ops[i];
         const rt_cpu_op_kind kind = so->op->kind;
         if (so->tensor < 0 || !(kind == RT_CPU_LINEAR || (kind == RT_CPU_LM_HEAD && !e->head_copy.data)))
