@@ -41,6 +41,7 @@
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_tune.h"
 #include "cpu/cpu_r16.h"
@@ -1662,12 +1663,29 @@ static void test_bad_threads(void **st)
     assert_non_null(strstr(err, "thread"));
 }
 
+/* cpu_alloc_lines: every size (0, odd, around a line, past malloc's mmap threshold, where
+ * malloc's blocks start 16 bytes past a page) starts on a cache line and holds its bytes */
+static void test_alloc_lines(void **st)
+{
+    (void)st;
+    const size_t sizes[] = {0, 1, 63, 64, 65, 4095, (size_t)1 << 20, ((size_t)1 << 21) + 17};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *p = cpu_alloc_lines(sizes[i]);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % CPU_LINE, 0);
+        memset(p, 0xA5, sizes[i]);
+        assert_true(sizes[i] == 0 || p[sizes[i] - 1] == 0xA5);
+        free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s), cmocka_unit_test(test_amx_layout),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
         cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin), cmocka_unit_test(test_qdot_wide),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
+        cmocka_unit_test(test_alloc_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,7 +204,7 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     const size_t nk = (size_t)e->n_batch * (size_t)e->moe_k;
     e->moe_sel = malloc(sizeof(int) * nk);
     e->moe_w = malloc(sizeof(float) * nk);
-    e->moe_d = malloc(sizeof(float) * nk * (size_t)e->moe_dim);
+    e->moe_d = cpu_alloc_lines(sizeof(float) * nk * (size_t)e->moe_dim);
     e->moe_scratch = aligned_alloc(64, e->moe_scratch_bytes * (size_t)max_threads);
     e->moe_slot = malloc(sizeof(int) * nk);
     e->moe_round = malloc(sizeof(int) * nk);
@@ -235,32 +235,32 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
             max_w = e->width[v];
         if ((int)v == c->logits)
             continue; /* logits go to e->logits or the caller's array */
-        if (!(e->val[v] = malloc(sizeof(float) * (size_t)e->n_batch * e->width[v])))
+        if (!(e->val[v] = cpu_alloc_lines(sizeof(float) * (size_t)e->n_batch * e->width[v])))
             return fail_oom(err, "value buffers");
         memset(e->val[v], 0, sizeof(float) * (size_t)e->n_batch * e->width[v]); /* mapped now, not mid-step */
     }
     const size_t nk = (size_t)e->n_batch * (e->max_k ? e->max_k : 1);
-    e->q = malloc(nk);
+    e->q = cpu_alloc_lines(nk);
     const size_t nk_amx = cpu_amx_pack_bytes(e->max_k, e->n_batch); /* tokens padded to 32 */
-    e->qp = malloc(nk > nk_amx ? nk : nk_amx);
+    e->qp = cpu_alloc_lines(nk > nk_amx ? nk : nk_amx);
     e->qs = malloc(sizeof(float) * e->n_batch);
     e->qsum = malloc(sizeof(int32_t) * e->n_batch);
-    e->qbs = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_k / 256 + 1));
+    e->qbs = cpu_alloc_lines(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_k / 256 + 1));
     const size_t att = sizeof(float) * CPU_ATT_GROUP * (size_t)e->n_ctx; /* cpu_attention's scores */
     e->scratch_bytes = cpu_codec_scratch(max_w) > att ? cpu_codec_scratch(max_w) : att;
     e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
     e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);
-    e->head_x = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
-    e->lin_x = malloc(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_lin_k ? e->max_lin_k : 1));
+    e->head_x = cpu_alloc_lines(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
+    e->lin_x = cpu_alloc_lines(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_lin_k ? e->max_lin_k : 1));
     size_t nq = (size_t)e->n_batch * (size_t)e->max_lin_k; /* Q8_0 inputs: a linear's or the head's rows */
     nq = nq > (size_t)CPU_MAX_ROWS * (size_t)max_w ? nq : (size_t)CPU_MAX_ROWS * (size_t)max_w;
-    e->lin_q = malloc(nq);
+    e->lin_q = cpu_alloc_lines(nq);
     e->lin_qd = malloc(sizeof(float) * (nq / CPU_QBLK + 1));
-    e->logits = malloc(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
+    e->logits = cpu_alloc_lines(sizeof(float) * CPU_MAX_ROWS * (size_t)e->vocab);
     const size_t kq_rows = (size_t)(e->n_batch > CPU_MAX_ROWS ? e->n_batch : CPU_MAX_ROWS); /* a step, a head chunk */
-    e->kq_q = malloc(kq_rows * (size_t)(e->max_kq_k ? e->max_kq_k : 1));
-    e->kq_d = malloc(sizeof(float) * kq_rows * (size_t)(e->max_kq_k / 256 + 1));
-    e->kq_s = malloc(sizeof(int16_t) * kq_rows * (size_t)(e->max_kq_k / 16 + 1));
+    e->kq_q = cpu_alloc_lines(kq_rows * (size_t)(e->max_kq_k ? e->max_kq_k : 1));
+    e->kq_d = cpu_alloc_lines(sizeof(float) * kq_rows * (size_t)(e->max_kq_k / 256 + 1));
+    e->kq_s = cpu_alloc_lines(sizeof(int16_t) * kq_rows * (size_t)(e->max_kq_k / 16 + 1));
     e->ffn_active = calloc((size_t)e->n_layers, sizeof(uint64_t));
     e->row_idx = malloc(sizeof(int) * (size_t)e->n_batch);
     e->pos_buf = malloc(sizeof(int32_t) * (size_t)e->n_batch);

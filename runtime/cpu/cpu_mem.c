@@ -7,6 +7,11 @@
 
 #include "cpu/cpu_mem.h"
 
+void *cpu_alloc_lines(size_t n)
+{
+    return aligned_alloc(CPU_LINE, n ? (n + CPU_LINE - 1) & ~(size_t)(CPU_LINE - 1) : CPU_LINE);
+}
+
 uint8_t *cpu_alloc_huge(size_t n)
 {
     n = cpu_huge_round(n);

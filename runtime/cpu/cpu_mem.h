@@ -1,6 +1,7 @@
 /* cpu_mem.h - memory in 2 MiB pages for what a step streams, and what the kernel says of it.
  *
- * Owns: allocating in transparent huge pages (cpu_alloc_huge: the weights' copies of
+ * Owns: allocating at cache-line boundaries (cpu_alloc_lines: every buffer a kernel reads with
+ * vector loads), allocating in transparent huge pages (cpu_alloc_huge: the weights' copies of
  * cpu_repack.c, the LM head's copy, the expert cache's slots, the bandwidth probe's buffer; cpu_map_huge: the KV caches,
  * zeroed and committed as touched), how many bytes of a region
  * the kernel actually backs with huge pages (/proc/self/smaps), and the memory the kernel
@@ -15,6 +16,13 @@
 
 #define CPU_HUGE_PAGE ((size_t)2 << 20)
 
+#define CPU_LINE 64
+
+/* n bytes (at least 1, rounded up to whole 64-byte lines) at a 64-byte boundary; NULL when
+ * memory runs out; free() frees it. For the buffers the kernels read: malloc's large blocks
+ * start 16 bytes past a page, so every 64-byte load from them spans two cache lines, which
+ * made the AVX-512 products 1.8x slower (docs/performance.md). */
+void *cpu_alloc_lines(size_t n);
 /* n rounded up to whole 2 MiB pages: what cpu_alloc_huge(n) takes */
 static inline size_t cpu_huge_round(size_t n) { return (n + CPU_HUGE_PAGE - 1) & ~(CPU_HUGE_PAGE - 1); }
 /* cpu_huge_round(n) bytes at a 2 MiB boundary, asked of the kernel as transparent huge pages (a

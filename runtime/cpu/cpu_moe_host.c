@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpu/cpu_isa.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_moe.h"
 #include "cpu/cpu_pool.h"
 
@@ -108,7 +109,7 @@ int cpu_moe_host_open(const rt_model_desc *d, const rt_gguf *g, int n_cpu, int n
     h->scratch_bytes = (cpu_moe_scratch(&m0) + 63) & ~(size_t)63;
     const size_t nk = (size_t)n_batch * (size_t)h->k;
     h->scratch = aligned_alloc(64, h->scratch_bytes * (size_t)(n_threads > 0 ? n_threads : 1));
-    h->d = malloc(sizeof(float) * nk * (size_t)h->dim);
+    h->d = cpu_alloc_lines(sizeof(float) * nk * (size_t)h->dim);
     h->sel = malloc(sizeof(int) * nk);
     h->wt = malloc(sizeof(float) * nk);
     if (!h->scratch || !h->d || !h->sel || !h->wt)

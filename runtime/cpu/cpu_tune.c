@@ -38,6 +38,7 @@
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_kquant.h"
+#include "cpu/cpu_mem.h"
 #include "cpu/cpu_qdot.h"
 
 #define TUNE_PROMPT_N 32             /* tokens of the prompt measurement (at most n_batch) */
@@ -302,8 +303,8 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         p->attn_span = p->attn_span < p->attn_layers ? p->attn_layers : p->attn_span > e->n_layers ? e->n_layers : p->attn_span;
         for (size_t i = 0; i < (size_t)p->attn_span * 2; i++)
             memset(e->kv + i * plane, 0, (size_t)p->attn_kv * row);
-        p->attn_q = malloc(sizeof(float) * (size_t)qdim);
-        p->attn_out = malloc(sizeof(float) * (size_t)qdim);
+        p->attn_q = cpu_alloc_lines(sizeof(float) * (size_t)qdim);
+        p->attn_out = cpu_alloc_lines(sizeof(float) * (size_t)qdim);
         if (!p->attn_q || !p->attn_out)
             return false;
         for (int i = 0; i < qdim; i++)
@@ -321,7 +322,7 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         e->qs[t] = 1.0f;
         e->qsum[t] = sum;
     }
-    p->y = malloc(sizeof(float) * (size_t)(max_m ? max_m : 1) * (size_t)p->n_prompt);
+    p->y = cpu_alloc_lines(sizeof(float) * (size_t)(max_m ? max_m : 1) * (size_t)p->n_prompt);
     return p->y != NULL;
 }
 
