@@ -311,8 +311,9 @@ void cpu_codec_qp_pack(cpu_qp_layout layout, cpu_isa isa, const int8_t *q, int K
 
 size_t cpu_codec_scratch(int64_t ne0)
 {
-    /* 4 rows as floats: the F16 product's converted rows (cpu_dot_f16_rows); AMX's unpacked rows */
-    const size_t rows = 4 * (size_t)ne0 * sizeof(float) + 64, tq = cpu_tq_scratch(ne0), amx = cpu_amx_scratch((int)ne0);
+    /* the F16 products' converted rows and carried sums (cpu_dot_f16_rows; BF16's 4 rows as
+     * floats take no more); AMX's unpacked rows */
+    const size_t rows = cpu_dot_f16_rows_scratch((int)ne0), tq = cpu_tq_scratch(ne0), amx = cpu_amx_scratch((int)ne0);
     const size_t m = rows > tq ? rows : tq;
     return m > amx ? m : amx;
 }

@@ -6,6 +6,8 @@
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
+#include <string.h>
+
 /* ---- an F16 table's rows against several tokens (cpu_dot_f16_rows) ----
  * Each (row, token) sum is the one-token dot's, operation for operation (the same lanes, the
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
@@ -137,6 +139,147 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
 }
 #undef F16_AVX2_STEP
 
+/* 7 .. F16_BLK_TOKENS tokens (a multi-row decode step's head): the tiles above read every
+ * token's whole input per group of rows, from L2 once the inputs outgrow L1 (8 tokens of 2,560
+ * floats: 80 KiB), so the FMAs wait on loads. Here K goes in blocks (f16_blk_k: the tokens'
+ * slices of a block, 16 KiB at most, stay in L1) over a group of F16_BLK_ROWS rows, and each
+ * (row, token) pair's two sums are carried in the scratch from block to block: the same FMAs on
+ * the same lanes in the same order, so the one-token dot's bits. Per block, 4 rows at a time are
+ * converted to floats once for all the tokens, then tiles of 4 rows x up to 6 tokens; the next
+ * group's rows are asked for from memory meanwhile. One core of the AMD EPYC VM
+ * (docs/performance.md), a 128,256 x 2,560 table: 8 tokens 84-112 -> 52-64 ms, 12 tokens 113 ->
+ * 77, 16 tokens 167 -> 97; for 3 to 6 tokens the tiles above stay faster (32-46 ms against
+ * 35-52), converting each row in registers. */
+#define F16_BLK_MIN 7
+#define F16_BLK_ROWS 8
+#define F16_BLK_TOKENS 16
+static inline int f16_blk_k(int n)
+{
+    const int kb = (4096 / n) & ~31; /* floats per token in a block */
+    return kb > 512 ? 512 : kb < 32 ? 32 : kb;
+}
+
+/* rows a [R][lda] (floats) against tokens x [T][K] over m 32-value steps, the sums carried in
+ * st: pair (r, t) at st + r * ldr + t * 32 (s0, fed by the first 16 values of each step, in the
+ * first 16 floats; s1, by the second 16, in the next). Each sum's FMAs run in its own order, so
+ * s0's chain over the block runs first, then s1's: one sum per pair in registers at a time,
+ * 4 x 6 of them. */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const float *a, int lda, int R, const float *x, int T,
+                                                            int K, int m, float *st, int ldr)
+{
+#pragma GCC unroll 2
+    for (int hf = 0; hf < 2; hf++) {
+        __m512 s[4][6];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
+            for (int t = 0; t < T; t++)
+                s[r][t] = _mm512_loadu_ps(st + r * ldr + t * 32 + 16 * hf);
+        for (int j = 0; j < m; j++) {
+            __m512 w[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                w[r] = _mm512_loadu_ps(a + (size_t)r * lda + j * 32 + 16 * hf);
+                __asm__("" : "+v"(w[r])); /* kept in a register: the tokens' FMAs read x from memory */
+            }
+#pragma GCC unroll 6
+            for (int t = 0; t < T; t++) {
+                const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + j * 32 + 16 * hf);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++)
+                    s[r][t] = _mm512_fmadd_ps(w[r], xv, s[r][t]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
+            for (int t = 0; t < T; t++)
+                _mm512_storeu_ps(st + r * ldr + t * 32 + 16 * hf, s[r][t]);
+    }
+}
+
+#define F16_BLK_T(R, T)                                                                                 \
+    case T: f16_blk_tile(a, kb, R, xt, T, K, m, sr, ldr); break;
+#define F16_BLK_CASE(R)                                                                                 \
+    case R:                                                                                             \
+        switch (T) {                                                                                    \
+            F16_BLK_T(R, 1) F16_BLK_T(R, 2) F16_BLK_T(R, 3) F16_BLK_T(R, 4) F16_BLK_T(R, 5)             \
+            default: f16_blk_tile(a, kb, R, xt, 6, K, m, sr, ldr); break;                               \
+        }                                                                                               \
+        break;
+
+CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x,
+                                                  int n, float *y, int64_t ldy, float *scratch)
+{
+    const int kb = f16_blk_k(n), k32 = K / 32 * 32, ldr = n * 32;
+    const int tiles = (n + 5) / 6; /* tiles of at most 6 tokens, as even as they come */
+    float *st = scratch, *a = scratch + F16_BLK_ROWS * F16_BLK_TOKENS * 32; /* sums; 4 rows' block */
+    for (int64_t g = r0; g < r1; g += F16_BLK_ROWS) {
+        const int G = r1 - g < F16_BLK_ROWS ? (int)(r1 - g) : F16_BLK_ROWS;
+        /* the next group's rows (one region, G * K * 2 bytes on) asked for from memory while
+         * this one converts, as many bytes as it converts */
+        const char *ahead = (const char *)(w + (g + G) * K);
+        memset(st, 0, sizeof(float) * (size_t)G * ldr);
+        for (int k0 = 0; k0 < k32; k0 += kb) {
+            const int kn = k32 - k0 < kb ? k32 - k0 : kb, m = kn / 32;
+            for (int s4 = 0; s4 < G; s4 += 4) {
+                const int R = G - s4 < 4 ? G - s4 : 4;
+                for (int r = 0; r < R; r++) {
+                    const uint16_t *h = w + (g + s4 + r) * K + k0;
+                    for (int i = 0; i < kn; i += 32, ahead += 64)
+                        __builtin_prefetch(ahead, 0, 3);
+                    cpu_f16_to_f32(CPU_ISA_AVX512, h, a + (size_t)r * kb, kn);
+                }
+                for (int ti = 0, t0 = 0; ti < tiles; ti++) {
+                    const int T = (n - t0) / (tiles - ti);
+                    const float *xt = x + (size_t)t0 * K + k0;
+                    float *sr = st + (size_t)s4 * ldr + t0 * 32;
+                    switch (R) {
+                        F16_BLK_CASE(1)
+                        F16_BLK_CASE(2)
+                        F16_BLK_CASE(3)
+                        F16_BLK_CASE(4)
+                    }
+                    t0 += T;
+                }
+            }
+        }
+        /* each pair's last 16-value step (into s0), s0 + s1, the reduction's tree, the scalar tail:
+         * as f16_tile_avx512 ends */
+        const int tail16 = k32 + 16 <= K, i_end = k32 + 16 * tail16;
+        for (int o0 = 0; o0 < G * n; o0 += 16) {
+            const int no = G * n - o0 < 16 ? G * n - o0 : 16;
+            __m512 v[16];
+            float sum[16];
+#pragma GCC unroll 16
+            for (int o = 0; o < 16; o++) {
+                if (o >= no) {
+                    v[o] = _mm512_setzero_ps();
+                    continue;
+                }
+                const int r = (o0 + o) / n, t = (o0 + o) % n;
+                __m512 s0 = _mm512_loadu_ps(st + r * ldr + t * 32);
+                if (tail16)
+                    s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + (g + r) * K + k32))),
+                                         _mm512_loadu_ps(x + (size_t)t * K + k32), s0);
+                v[o] = _mm512_add_ps(s0, _mm512_loadu_ps(st + r * ldr + t * 32 + 16));
+            }
+            hsum16_x16(v, sum);
+            for (int o = 0; o < no; o++) {
+                const int r = (o0 + o) / n, t = (o0 + o) % n;
+                const uint16_t *h = w + (g + r) * K;
+                const float *xt = x + (size_t)t * K;
+                float u = sum[o];
+                for (int j = i_end; j < K; j++)
+                    u += fmt_f16_to_f32(h[j]) * xt[j];
+                y[t * ldy + g + r] = u;
+            }
+        }
+    }
+}
+#undef F16_BLK_CASE
+#undef F16_BLK_T
+
 /* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
  * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance */
 #define F16_CASE_512(R)                                                                                 \
@@ -153,6 +296,10 @@ CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int
 {
     /* one or two tiles of tokens (a decode step of a few sequences): each row converted in
      * registers where it is read, as often as there are tiles; more: once into a */
+    if (n >= F16_BLK_MIN && n <= F16_BLK_TOKENS) {
+        f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
+        return;
+    }
     const int in_regs = n <= 6;
     for (int64_t r = r0; r < r1; r += 4) {
         const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
@@ -215,4 +362,16 @@ void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, in
     for (int64_t r = r0; r < r1; r++)
         for (int t = 0; t < n; t++)
             y[t * ldy + r] = cpu_dot_f16_f32(isa, w + r * K, x + (size_t)t * K, K);
+}
+
+size_t cpu_dot_f16_rows_scratch(int K)
+{
+    const size_t rows = 4 * (size_t)K * sizeof(float); /* f16_rows_avx512's 4 converted rows */
+#if CPU_X86
+    const int kb = f16_blk_k(F16_BLK_MIN); /* the largest block */
+    const size_t blk = sizeof(float) * ((size_t)F16_BLK_ROWS * F16_BLK_TOKENS * 32 + 4 * (size_t)(K < kb ? K : kb));
+    return (rows > blk ? rows : blk) + 64;
+#else
+    return rows + 64;
+#endif
 }

@@ -17,10 +17,13 @@ float cpu_dot_f32(cpu_isa isa, const float *a, const float *b, int n);
 float cpu_dot_f16_f32(cpu_isa isa, const uint16_t *h, const float *x, int n);
 /* y[t * ldy + r] = cpu_dot_f16_f32(isa, w + r * K, x + t * K, K), the same bits, for rows
  * r0 <= r < r1 of w [.][K] and n tokens of x [n][K]: a row is converted once for many tokens
- * (an F16 table read once for all the tokens of a step). scratch: 4 * K floats, the calling
- * thread's own (AVX-512 converts 4 rows into it). */
+ * (an F16 table read once for all the tokens of a step). scratch: cpu_dot_f16_rows_scratch(K)
+ * bytes, the calling thread's own (AVX-512 converts rows into it and, for a few tokens, carries
+ * the sums there from one block of K to the next: cpu_f16rows.c). */
 void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n, float *y,
                       int64_t ldy, float *scratch);
+/* the bytes of scratch cpu_dot_f16_rows needs for rows of K values */
+size_t cpu_dot_f16_rows_scratch(int K);
 void cpu_f16_to_f32(cpu_isa isa, const uint16_t *in, float *out, int n);
 void cpu_f32_to_f16(cpu_isa isa, const float *in, uint16_t *out, int n);
 /* y[i] += a * x[i] */
