@@ -417,7 +417,7 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
     } while (0)
 
 CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const cpu_qact *a, int t0, int p0,
-                                              int p1, int32_t *out, int64_t ld)
+                                              int p1, int32_t *out, int64_t ld, bool ahead)
 {
     const int K = a->K, pairs = K / 256;
     const tok_at at = token_at(a, t0); /* t0 starts a full tile of 8 */
@@ -426,6 +426,10 @@ CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const
     __m512i x0 = _mm512_setzero_si512(), x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
     __m512i y0 = x0, y1 = x0, y2 = x0, y3 = x0, y4 = x0, y5 = x0, y6 = x0, y7 = x0;
     for (int p = p0; p < p1; p++) {
+        if (ahead) { /* the first tile reads the rows from memory: ask ahead (cpu_stream.h) */
+            cpu_stream_ahead(w0 + p * 64);
+            cpu_stream_ahead(w1 + p * 64);
+        }
         const __m512i wa = _mm512_loadu_si512(w0 + p * 64), wb = _mm512_loadu_si512(w1 + p * 64);
         FIELD(6, 0);
         FIELD(4, 1);
@@ -476,6 +480,8 @@ CPU_TARGET_AVX512 static inline __attribute__((always_inline)) void gemm_2xt_avx
     for (int t = 0; t < T; t++)
         x[t] = y[t] = _mm512_setzero_si512();
     for (int p = 0; p < pairs; p++) {
+        cpu_stream_ahead_rows(w0, (size_t)p * 64, (size_t)K / 4, 2); /* rows from memory (cpu_stream.h) */
+        cpu_stream_ahead_rows(w1, (size_t)p * 64, (size_t)K / 4, 2);
         const __m512i wa = _mm512_loadu_si512(w0 + p * 64), wb = _mm512_loadu_si512(w1 + p * 64);
 #pragma GCC unroll 4
         for (int f = 0; f < 4; f++) {
@@ -537,7 +543,7 @@ CPU_TARGET_AVX512 static void sums_avx512(const uint8_t *w, int64_t r0, int64_t 
             const int p1 = p0 + ps < pairs ? p0 + ps : pairs;
             for (int t = 0; t < full; t += TILE_T)
                 for (int64_t r = b0; r + 2 <= b1; r += 2)
-                    gemm_2x8_avx512(w, r, a, t, p0, p1, out, ld);
+                    gemm_2x8_avx512(w, r, a, t, p0, p1, out, ld, t == 0);
         }
     }
     if (full && (r1 - r0) % 2) /* the odd last row of the full tiles' tokens */
