@@ -18,7 +18,7 @@
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_mem.h"
 #include "cpu/cpu_qdot.h"
-#include "cpu/cpu_stream.h"
+#include "cpu/cpu_walk.h"
 
 static int fail_oom(char *err, const char *what)
 {
@@ -297,50 +297,8 @@ static uint64_t weight_bytes(const cpu_engine *e, int t)
 
 /* Reads [p, p + n) over the pool: every 8-byte word (the bandwidth probe) or one byte per
  * `stride` bytes (mapping pages in); returns the sum of what was read. */
-typedef struct {
-    const uint8_t *p;
-    size_t n, stride;
-    bool ahead; /* the probe: ask for the line CPU_STREAM_AHEAD further, as the kernels do */
-    uint64_t part[512];
-} read_job;
-
-static void read_main(void *arg, int ith, int nth)
-{
-    read_job *j = arg;
-    int64_t lo, hi;
-    cpu_pool_range((int64_t)(j->n / j->stride), ith, nth, 64, &lo, &hi);
-    /* a line a step in 16-byte vectors: scalar adds kept a core of an AMD EPYC VM below the bus */
-    typedef uint64_t vec2 __attribute__((vector_size(16)));
-    vec2 v0 = {0, 0}, v1 = v0, v2 = v0, v3 = v0;
-    uint64_t s = 0;
-    int64_t i = lo;
-    for (; j->stride == 8 && i + 8 <= hi; i += 8) { /* lo: a multiple of 64 words, so aligned */
-        const vec2 *l = (const vec2 *)((const uint64_t *)j->p + i);
-        if (j->ahead)
-            cpu_stream_ahead(l); /* as the kernels read their weights */
-        v0 += l[0];
-        v1 += l[1];
-        v2 += l[2];
-        v3 += l[3];
-    }
-    for (; i < hi; i++) /* the probe's last words, or one byte a page */
-        s += j->stride == 8 ? ((const uint64_t *)j->p)[i] : ((const volatile uint8_t *)j->p)[(size_t)i * j->stride];
-    const vec2 t = v0 + v1 + v2 + v3;
-    j->part[ith] = s + t[0] + t[1];
-}
-
-static uint64_t pool_read(cpu_engine *e, const void *p, size_t n, size_t stride, bool ahead, int nth)
-{
-    read_job j = {.p = p, .n = n, .stride = stride, .ahead = ahead};
-    cpu_pool_run(e->pool, read_main, &j, nth);
-    uint64_t s = 0;
-    for (int i = 0; i < cpu_pool_threads(e->pool) && i < 512; i++)
-        s += j.part[i];
-    return s;
-}
-
 /* Maps every page of [p, p + n) into the process (one read per page, over the pool). */
-static void prefault(cpu_engine *e, const uint8_t *p, size_t n) { (void)pool_read(e, p, n, 4096, false, 0); }
+static void prefault(cpu_engine *e, const uint8_t *p, size_t n) { (void)cpu_walk_read(e->pool, p, n, 4096, false, 0); }
 
 int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int vocab, const cpu_engine_opts *o,
                     cpu_engine **out_e, const char **out_note, char *err)
@@ -388,6 +346,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         cpu_engine_close(e);
         return -1;
     }
+    const size_t plane = e->kv_bytes / ((size_t)e->n_seq * e->n_layers * 2); /* sequence 0's first pages */
+    cpu_walk_touch(e->pool, e->kv, plane * e->n_layers * 2, plane);
     for (int i = 0; i < e->n_ops; i++) /* --profile's bytes column: what each op reads per decode step */
         if (e->ops[i].tensor >= 0)
             e->ops[i].bytes = e->ops[i].op->kind == RT_CPU_EMBED
@@ -796,5 +756,5 @@ int cpu_engine_profile(cpu_engine *e, bool prefill, const cpu_profile_row **out_
 
 uint64_t cpu_engine_read_probe(cpu_engine *e, const uint64_t *words, size_t n, bool ahead)
 {
-    return pool_read(e, words, n * 8, 8, ahead, e->n_threads);
+    return cpu_walk_read(e->pool, words, n * 8, 8, ahead, e->n_threads);
 }
