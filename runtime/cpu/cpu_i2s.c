@@ -17,6 +17,7 @@
  */
 #include "cpu/cpu_i2s.h"
 #include "cpu/cpu_stream.h"
+#include "cpu/cpu_tile16.h"
 
 #include <math.h>
 #include <string.h>
@@ -436,10 +437,13 @@ CPU_TARGET_AVX512 static void gemm_2x8_avx512(const uint8_t *w, int64_t r, const
         FIELD(2, 2);
         FIELD(0, 3);
     }
-    const __m512i xs[8] = {x0, x1, x2, x3, x4, x5, x6, x7}, ys[8] = {y0, y1, y2, y3, y4, y5, y6, y7};
+    /* the 16 sums in one tree (cpu_tile16.h): lane 2 t row r's, 2 t + 1 row r + 1's, of token t */
+    const __m512i v[16] = {x0, y0, x1, y1, x2, y2, x3, y3, x4, y4, x5, y5, x6, y6, x7, y7};
+    int32_t sum[16];
+    _mm512_storeu_si512(sum, cpu_tile_hsum16(v));
     const int odd = (K / BLK) & 1;
     for (int t = 0; t < TILE_T; t++) {
-        int32_t vx = _mm512_reduce_add_epi32(xs[t]), vy = _mm512_reduce_add_epi32(ys[t]);
+        int32_t vx = sum[2 * t], vy = sum[2 * t + 1];
         int32_t *ox = &out[(t0 + t) * ld + r];
         if (p0 > 0) { /* a later slice of the row: add to the sums so far */
             vx += ox[0];
@@ -496,9 +500,17 @@ CPU_TARGET_AVX512 static inline __attribute__((always_inline)) void gemm_2xt_avx
             }
         }
     }
+    __m512i v[16];
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; t++) { /* the sums in one tree, as gemm_2x8's */
+        v[2 * t] = t < T ? x[t] : _mm512_setzero_si512();
+        v[2 * t + 1] = t < T ? y[t] : _mm512_setzero_si512();
+    }
+    int32_t sum[16];
+    _mm512_storeu_si512(sum, cpu_tile_hsum16(v));
     const int odd = (K / BLK) & 1;
     for (int t = 0; t < T; t++) {
-        int32_t vx = _mm512_reduce_add_epi32(x[t]), vy = _mm512_reduce_add_epi32(y[t]);
+        int32_t vx = sum[2 * t], vy = sum[2 * t + 1];
         if (odd) {
             const int8_t *qt = at.tile + (size_t)pairs * 256 * at.w + (size_t)t * 128;
             vx += tail_block_avx512(w0 + pairs * 64, qt);
