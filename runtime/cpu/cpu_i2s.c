@@ -325,8 +325,10 @@ static inline tok_at token_at(const cpu_qact *a, int t)
     return (tok_at){a->qp + (size_t)(t / TILE_T) * TILE_T * a->K, avx512_tile_width(a->n, t), (size_t)(t % TILE_T)};
 }
 
-/* One token, rows r0..r1, 2 rows at a time: the 2-bit fields masked in place (the codes times
- * 64, 16, 4, 1) into four accumulators per row, scaled back by exact shifts at the end. */
+/* One token, rows r0..r1 one at a time: the 2-bit fields masked in place (the codes times 64,
+ * 16, 4, 1) into four accumulators, scaled back by exact shifts at the end. One row is one
+ * stream from memory: two rows side by side, as this kernel took them before, read 15-18 GB/s
+ * on one core of the AMD EPYC VM (docs/performance.md) where one row reads 25-26 (AVX2 21-24). */
 CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t r1, const cpu_qact *a, int t,
                                           int32_t *out)
 {
@@ -336,40 +338,7 @@ CPU_TARGET_AVX512 static void gemv_avx512(const uint8_t *w, int64_t r0, int64_t 
     const size_t qs = at.w * 64; /* bytes from one field's vector to the next */
     const __m512i mA = _mm512_set1_epi8((char)0xC0), mB = _mm512_set1_epi8(0x30), mC = _mm512_set1_epi8(0x0C),
                   mD = _mm512_set1_epi8(0x03);
-    int64_t r = r0;
-    for (; r + 2 <= r1; r += 2) {
-        const uint8_t *ra = w + r * (K / 4), *rb = ra + K / 4;
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-        for (int p = 0; p < pairs; p++) {
-            const int8_t *q = qb + (size_t)p * 4 * qs;
-            const __m512i q0 = _mm512_loadu_si512(q), q1 = _mm512_loadu_si512(q + qs),
-                          q2 = _mm512_loadu_si512(q + 2 * qs), q3 = _mm512_loadu_si512(q + 3 * qs);
-            cpu_stream_ahead_rows(ra, (size_t)p * 64, (size_t)K / 4, 2);
-            cpu_stream_ahead_rows(rb, (size_t)p * 64, (size_t)K / 4, 2);
-            const __m512i wa = _mm512_loadu_si512(ra + p * 64), wb = _mm512_loadu_si512(rb + p * 64);
-            a0 = _mm512_dpbusd_epi32(a0, _mm512_and_si512(wa, mA), q0);
-            a1 = _mm512_dpbusd_epi32(a1, _mm512_and_si512(wa, mB), q1);
-            a2 = _mm512_dpbusd_epi32(a2, _mm512_and_si512(wa, mC), q2);
-            a3 = _mm512_dpbusd_epi32(a3, _mm512_and_si512(wa, mD), q3);
-            b0 = _mm512_dpbusd_epi32(b0, _mm512_and_si512(wb, mA), q0);
-            b1 = _mm512_dpbusd_epi32(b1, _mm512_and_si512(wb, mB), q1);
-            b2 = _mm512_dpbusd_epi32(b2, _mm512_and_si512(wb, mC), q2);
-            b3 = _mm512_dpbusd_epi32(b3, _mm512_and_si512(wb, mD), q3);
-        }
-        /* every lane of a0 is a multiple of 64 (of a1 of 16, a2 of 4): the shifts are exact */
-        const __m512i sa = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(a0, 6), _mm512_srai_epi32(a1, 4)),
-                                            _mm512_add_epi32(_mm512_srai_epi32(a2, 2), a3));
-        const __m512i sb = _mm512_add_epi32(_mm512_add_epi32(_mm512_srai_epi32(b0, 6), _mm512_srai_epi32(b1, 4)),
-                                            _mm512_add_epi32(_mm512_srai_epi32(b2, 2), b3));
-        int32_t va = _mm512_reduce_add_epi32(sa), vb = _mm512_reduce_add_epi32(sb);
-        if (odd) {
-            va += tail_block_avx512(ra + pairs * 64, qtail);
-            vb += tail_block_avx512(rb + pairs * 64, qtail);
-        }
-        out[r] = va - a->qsum[t];
-        out[r + 1] = vb - a->qsum[t];
-    }
-    for (; r < r1; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         const uint8_t *ra = w + r * (K / 4);
         __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
         for (int p = 0; p < pairs; p++) {
