@@ -37,9 +37,11 @@
 #include "cpu/cpu_engine_priv.h"
 
 #define MAGIC "ternion-cpu-tune 3"
-#define TUNE_KEY 7 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
+#define TUNE_KEY 8 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
                      * cpu_tq.c; 5: prompts at AVX-512 on AMX tiles; 6: weight streams read ahead, a
-                     * K-quant head measured; 7: K-quant tiles at AVX-512): a change measures again */
+                     * K-quant head measured; 7: K-quant tiles at AVX-512; 8: the kernels' buffers
+                     * on cache lines, the AVX-512 one-token I2_S product a row at a time): a change
+                     * measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
 static void brand(char *out, size_t cap)
