@@ -205,7 +205,7 @@ static int alloc_moe(cpu_engine *e, int max_threads, char *err)
     e->moe_sel = malloc(sizeof(int) * nk);
     e->moe_w = malloc(sizeof(float) * nk);
     e->moe_d = cpu_alloc_lines(sizeof(float) * nk * (size_t)e->moe_dim);
-    e->moe_scratch = aligned_alloc(64, e->moe_scratch_bytes * (size_t)max_threads);
+    e->moe_scratch = cpu_alloc_lines(e->moe_scratch_bytes * (size_t)max_threads);
     e->moe_slot = malloc(sizeof(int) * nk);
     e->moe_round = malloc(sizeof(int) * nk);
     e->moe_guess = malloc(sizeof(int) * (size_t)e->moe_k);
@@ -249,7 +249,7 @@ static int alloc_buffers(cpu_engine *e, int max_threads, char *err)
     const size_t att = sizeof(float) * CPU_ATT_GROUP * (size_t)e->n_ctx; /* cpu_attention's scores */
     e->scratch_bytes = cpu_codec_scratch(max_w) > att ? cpu_codec_scratch(max_w) : att;
     e->scratch_bytes = (e->scratch_bytes + 63) & ~(size_t)63;
-    e->scratch = aligned_alloc(64, e->scratch_bytes * (size_t)max_threads);
+    e->scratch = cpu_alloc_lines(e->scratch_bytes * (size_t)max_threads);
     e->head_x = cpu_alloc_lines(sizeof(float) * CPU_MAX_ROWS * (size_t)max_w);
     e->lin_x = cpu_alloc_lines(sizeof(float) * (size_t)e->n_batch * (size_t)(e->max_lin_k ? e->max_lin_k : 1));
     size_t nq = (size_t)e->n_batch * (size_t)e->max_lin_k; /* Q8_0 inputs: a linear's or the head's rows */
@@ -295,8 +295,6 @@ static uint64_t weight_bytes(const cpu_engine *e, int t)
     return b;
 }
 
-/* Reads [p, p + n) over the pool: every 8-byte word (the bandwidth probe) or one byte per
- * `stride` bytes (mapping pages in); returns the sum of what was read. */
 /* Maps every page of [p, p + n) into the process (one read per page, over the pool). */
 static void prefault(cpu_engine *e, const uint8_t *p, size_t n) { (void)cpu_walk_read(e->pool, p, n, 4096, false, 0); }
 

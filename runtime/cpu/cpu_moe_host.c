@@ -108,7 +108,7 @@ int cpu_moe_host_open(const rt_model_desc *d, const rt_gguf *g, int n_cpu, int n
     const cpu_moe m0 = moe_of(h, 0);
     h->scratch_bytes = (cpu_moe_scratch(&m0) + 63) & ~(size_t)63;
     const size_t nk = (size_t)n_batch * (size_t)h->k;
-    h->scratch = aligned_alloc(64, h->scratch_bytes * (size_t)(n_threads > 0 ? n_threads : 1));
+    h->scratch = cpu_alloc_lines(h->scratch_bytes * (size_t)(n_threads > 0 ? n_threads : 1));
     h->d = cpu_alloc_lines(sizeof(float) * nk * (size_t)h->dim);
     h->sel = malloc(sizeof(int) * nk);
     h->wt = malloc(sizeof(float) * nk);
