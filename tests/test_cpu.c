@@ -670,22 +670,24 @@ static void test_kq_dot(void **st)
 /* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
- * Several tokens (1 to 17: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
+ * Several tokens (1 to 28: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
  * remainder, AVX-512's blocks of K with the sums carried for 7 to 16 tokens (K 2,560: five
  * blocks of 512 at 7 and 8 tokens, a last partial one from 9 on) and its whole rows past
- * them; 13 rows split as threads would, at rows 1, 2, 3 and 5, so a range starts with groups
- * of 1 to 4 rows and a group of 8 with 5 after it; K with and without a 16-value step after
- * the 32-value ones): each
+ * them, which past K 2,048 go through K in blocks of 1,024 with the tiles' sums carried, 24
+ * tokens at a time (K 2,100 and 2,560: a last block of 52 and 512; 17 to 28 tokens: one and
+ * two chunks); 13 rows split as threads would, at rows 1, 2, 3 and 5, so a range starts with
+ * groups of 1 to 4 rows and a group of 8 with 5 after it; K with and without a 16-value step
+ * after the 32-value ones, and a scalar tail): each
  * token's sums equal the one-token dot's bit for bit (a multi-row decode step gives each row a
  * one-row step's logits), outputs poisoned, each call writing its own rows and tokens only
  * (guard columns past the 13 rows). */
 static void test_f16_dot(void **st)
 {
     (void)st;
-    const int dims[] = {16, 48, 100, 120, 256, 2560}, NT = 17, V = 13;
+    const int dims[] = {16, 48, 100, 120, 256, 2100, 2560}, NT = 28, V = 13;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
         if (cpu_isa_runs((cpu_isa)isa)) /* every level this CPU runs */
-        for (int di = 0; di < 6; di++) {
+        for (int di = 0; di < 7; di++) {
             const int K = dims[di];
             uint16_t *w = malloc(2 * K * V);
             float *x = malloc(sizeof(float) * K * NT), *y = malloc(sizeof(float) * V * NT), *yr = malloc(sizeof(float) * V);

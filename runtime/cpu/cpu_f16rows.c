@@ -23,20 +23,27 @@
 #if CPU_X86
 
 /* rows a [R][K] (floats; or, with h, the F16 rows h [R][K] converted in registers: the same
- * values) against tokens x [T][K] into y[t * ldy + r] */
+ * values) against tokens x [T][K] over K's values k0 .. k1 into y[t * ldy + r]. K in one block:
+ * k0 = 0, k1 = K. In several (k0 and the ends of all blocks but the last multiples of 32): each
+ * block's sums are carried to the next in st (pair (r, t)'s two 16-lane sums at
+ * st + (r * 3 + t) * 32), so every lane still adds its products in the one-token dot's order;
+ * the last block (k1 = K) adds the 16-value step and the scalar tail and writes y. */
 #define F16_ROW16(r, j) (h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + (size_t)(r) * K + (j)))) \
                            : _mm512_loadu_ps(a + (size_t)(r) * K + (j)))
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, const uint16_t *h, int R, const float *x,
-                                                            int T, int K, float *y, int64_t ldy)
+                                                            int T, int K, int k0, int k1, float *st, float *y,
+                                                            int64_t ldy)
 {
     __m512 s[4][3][2];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 3
         for (int t = 0; t < T; t++)
-            s[r][t][0] = s[r][t][1] = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= K; i += 32) {
+#pragma GCC unroll 2
+            for (int hf = 0; hf < 2; hf++)
+                s[r][t][hf] = k0 ? _mm512_loadu_ps(st + (r * 3 + t) * 32 + 16 * hf) : _mm512_setzero_ps();
+    int i = k0;
+    for (; i + 32 <= k1; i += 32) {
         if (h) /* rows from memory (cpu_stream.h), tiles of 4 */
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++)
@@ -57,6 +64,16 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, 
                     s[r][t][hf] = _mm512_fmadd_ps(w[r], xv, s[r][t][hf]);
             }
         }
+    }
+    if (k1 < K) { /* a block before the last */
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+            for (int t = 0; t < T; t++)
+#pragma GCC unroll 2
+                for (int hf = 0; hf < 2; hf++)
+                    _mm512_storeu_ps(st + (r * 3 + t) * 32 + 16 * hf, s[r][t][hf]);
+        return;
     }
     if (i + 16 <= K) {
         __m512 w[4];
@@ -281,13 +298,21 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 #undef F16_BLK_T
 
 /* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
- * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance */
+ * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance.
+ * Past F16_CARRY_K values a row, the 4 converted rows and 3 tokens' inputs outgrow L1 (at K =
+ * 3,072: 48 + 36 KiB), so the tiles go through K in blocks of F16_CARRY_KB with their sums
+ * carried (f16_tile_avx512), F16_CARRY_TOKENS tokens at a time (the carried sums' scratch). One
+ * core of the AMD EPYC VM (docs/performance.md), products from the cache: 768 x 3,072 at 32
+ * tokens 48-52 -> 71 G multiply-adds a second, 1,536 x 2,560 at 25 tokens 39-46 -> 65-71. */
+#define F16_CARRY_K 2048
+#define F16_CARRY_KB 1024
+#define F16_CARRY_TOKENS 24
 #define F16_CASE_512(R)                                                                                 \
     case R:                                                                                             \
         switch (T) {                                                                                    \
-        case 1: f16_tile_avx512(ar, hr, R, xt, 1, K, yt, ldy); break;                                   \
-        case 2: f16_tile_avx512(ar, hr, R, xt, 2, K, yt, ldy); break;                                   \
-        default: f16_tile_avx512(ar, hr, R, xt, 3, K, yt, ldy); break;                                  \
+        case 1: f16_tile_avx512(ar, hr, R, xt, 1, K, k0, k1, sc, yt, ldy); break;                       \
+        case 2: f16_tile_avx512(ar, hr, R, xt, 2, K, k0, k1, sc, yt, ldy); break;                       \
+        default: f16_tile_avx512(ar, hr, R, xt, 3, K, k0, k1, sc, yt, ldy); break;                      \
         }                                                                                               \
         break;
 
@@ -300,22 +325,38 @@ CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int
         f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
         return;
     }
-    const int in_regs = n <= 6;
+    const int in_regs = n <= 6, k32 = K / 32 * 32;
+    const int kb = !in_regs && K > F16_CARRY_K ? F16_CARRY_KB : K, chunk = kb < K ? F16_CARRY_TOKENS : n;
+    float *carry = a + 4 * (size_t)K;
+    const int tiles = (n + 2) / 3 * ((k32 + kb - 1) / kb > 1 ? (k32 + kb - 1) / kb : 1);
     for (int64_t r = r0; r < r1; r += 4) {
         const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
         const uint16_t *hr = in_regs ? w + r * K : NULL;
         const float *ar = a;
+        /* converted once: the next group's rows are asked for from memory meanwhile, a few
+         * lines a tile (the tiles read theirs themselves) */
+        const char *ahead = (const char *)(w + (r + R) * K);
+        const char *ahead_end = (const char *)(w + (r1 - r - R < 4 ? r1 : r + R + 4) * K);
+        const int lines = in_regs ? 0 : (int)((ahead_end - ahead + 63) / 64 + tiles - 1) / tiles;
         if (!in_regs)
             cpu_f16_to_f32(CPU_ISA_AVX512, w + r * K, a, R * K);
-        for (int t0 = 0; t0 < n; t0 += 3) {
-            const int T = n - t0 < 3 ? n - t0 : 3;
-            const float *xt = x + (size_t)t0 * K;
-            float *yt = y + t0 * ldy + r;
-            switch (R) {
-                F16_CASE_512(1)
-                F16_CASE_512(2)
-                F16_CASE_512(3)
-                F16_CASE_512(4)
+        for (int c0 = 0; c0 < n; c0 += chunk) {
+            const int c1 = n - c0 < chunk ? n : c0 + chunk;
+            for (int k0 = 0, k1 = 0; k1 < K; k0 = k1) {
+                k1 = k0 + kb < k32 ? k0 + kb : K;
+                for (int t0 = c0; t0 < c1; t0 += 3) {
+                    for (int l = 0; l < lines && ahead < ahead_end; l++, ahead += 64)
+                        __builtin_prefetch(ahead, 0, 3);
+                    const int T = c1 - t0 < 3 ? c1 - t0 : 3;
+                    const float *xt = x + (size_t)t0 * K;
+                    float *yt = y + t0 * ldy + r, *sc = carry + (size_t)(t0 - c0) / 3 * 4 * 3 * 32;
+                    switch (R) {
+                        F16_CASE_512(1)
+                        F16_CASE_512(2)
+                        F16_CASE_512(3)
+                        F16_CASE_512(4)
+                    }
+                }
             }
         }
     }
@@ -366,7 +407,8 @@ void cpu_dot_f16_rows(cpu_isa isa, const uint16_t *w, int64_t r0, int64_t r1, in
 
 size_t cpu_dot_f16_rows_scratch(int K)
 {
-    const size_t rows = 4 * (size_t)K * sizeof(float); /* f16_rows_avx512's 4 converted rows */
+    /* f16_rows_avx512's 4 converted rows and, past F16_CARRY_K, its carried sums */
+    const size_t rows = sizeof(float) * (4 * (size_t)K + (size_t)(F16_CARRY_TOKENS + 2) / 3 * 4 * 3 * 32);
 #if CPU_X86
     const int kb = f16_blk_k(F16_BLK_MIN); /* the largest block */
     const size_t blk = sizeof(float) * ((size_t)F16_BLK_ROWS * F16_BLK_TOKENS * 32 + 4 * (size_t)(K < kb ? K : kb));
