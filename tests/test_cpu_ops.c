@@ -328,6 +328,58 @@ static void test_attention(void **st)
     free(scratch);
 }
 
+/* cpu_attention_tokens (a step without a causal mask: one head of several tokens that see the
+ * same keys, CPU_ATT_GROUP of them sharing each key's reads) against cpu_attention of each token
+ * alone, bit for bit: 1 to 9 tokens (one and more groups, every remainder), rows wider than the
+ * heads (a token's q row and output row strided as the engine's values), every head of a GQA
+ * model, F16 and F32 caches, head sizes 32 (all-MiniLM's) and 40; outputs poisoned, and the
+ * other heads' columns of each row left as they were. */
+static void test_attention_tokens(void **st)
+{
+    (void)st;
+    enum { H = 6, KVH = 3, NT = 9, NKV = 23 };
+    const int hds[] = {32, 40};
+    for (int di = 0; di < 2; di++) {
+        const int hd = hds[di], kvw = KVH * hd, ld = H * hd + 8; /* q and output rows: 8 floats past the heads */
+        float *q = malloc(sizeof(float) * NT * ld), *y = malloc(sizeof(float) * NT * ld), *yr = malloc(sizeof(float) * H * hd);
+        float *kf = malloc(sizeof(float) * NKV * kvw), *vf = malloc(sizeof(float) * NKV * kvw);
+        float *scratch = malloc(sizeof(float) * CPU_ATT_GROUP * NKV);
+        uint16_t *kh = malloc(2 * NKV * kvw), *vh = malloc(2 * NKV * kvw);
+        for (int i = 0; i < NT * ld; i++)
+            q[i] = frnd(1.0f);
+        for (int i = 0; i < NKV * kvw; i++) {
+            kh[i] = fmt_f32_to_f16(frnd(1.0f));
+            vh[i] = fmt_f32_to_f16(frnd(1.0f));
+            kf[i] = fmt_f16_to_f32(kh[i]);
+            vf[i] = fmt_f16_to_f32(vh[i]);
+        }
+        for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
+            for (int f16 = 0; f16 < 2 && cpu_isa_runs((cpu_isa)isa); f16++) {
+                const cpu_kv kv = f16 ? (cpu_kv){kh, vh, true, kvw} : (cpu_kv){kf, vf, false, kvw};
+                for (int nt = 1; nt <= NT; nt++)
+                    for (int h = 0; h < H; h++) {
+                        for (int i = 0; i < NT * ld; i++)
+                            y[i] = NAN;
+                        cpu_attention_tokens((cpu_isa)isa, q, (size_t)ld, nt, &kv, NKV, H, KVH, hd, h, scratch, y,
+                                             (size_t)ld);
+                        for (int t = 0; t < NT; t++) {
+                            cpu_attention((cpu_isa)isa, q + (size_t)t * ld, &kv, NKV, H, KVH, hd, h, h + 1, scratch, yr);
+                            for (int i = 0; i < ld; i++) {
+                                const bool mine = t < nt && i >= h * hd && i < (h + 1) * hd;
+                                const float got = y[(size_t)t * ld + i];
+                                if (mine ? memcmp(&got, &yr[i], sizeof got) != 0 : !isnan(got))
+                                    fail_msg("attention of %d tokens, head %d of %d (%d wide), %s cache, %s: token %d "
+                                             "value %d: %g, %s %g", nt, h, H, hd, f16 ? "F16" : "F32",
+                                             cpu_isa_name((cpu_isa)isa), t, i, got, mine ? "alone" : "untouched",
+                                             mine ? yr[i] : NAN);
+                            }
+                        }
+                    }
+            }
+        free(q), free(y), free(yr), free(kf), free(vf), free(scratch), free(kh), free(vh);
+    }
+}
+
 /* cpu_add_rows against ref_add_rows on random rows (by position from 37, and a fixed row):
  * the same one f32 add each, so equal; a position past the table reads its last row. */
 static void test_add_rows(void **st)
@@ -453,7 +505,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp),       cmocka_unit_test(test_softmax_row), cmocka_unit_test(test_norm_rope),
-        cmocka_unit_test(test_norm_rows), cmocka_unit_test(test_norm_many_rows), cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_norm_rows), cmocka_unit_test(test_norm_many_rows), cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_tokens),
         cmocka_unit_test(test_add_rows),  cmocka_unit_test(test_act_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

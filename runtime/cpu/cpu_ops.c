@@ -169,51 +169,71 @@ void cpu_rope(const float *x, int n_heads, int head_dim, int rope_dims, int pos,
 
 #define MAX_HEAD_DIM 1024
 
+/* nq queries (query i at q + i * qs) of one KV head (its rows from column kvo) over cache rows
+ * 0..n_kv-1, into out + i * os: with an f16 cache each query rounded to f16 first, every key's
+ * dot at once, the softmax, the keys' weighted values in order with the outputs in registers
+ * (cpu_vec.h's strided forms: each query's bits as alone). nq <= CPU_ATT_GROUP. */
+static void att_queries(cpu_isa isa, const float *q, size_t qs, int nq, const cpu_kv *kv, size_t kvo, int n_kv,
+                        int head_dim, float *scratch, float *out, size_t os)
+{
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    float qh[CPU_ATT_GROUP * MAX_HEAD_DIM];
+    if (nq < 1 || head_dim < 1)
+        return;
+    for (int i = 0; i < nq; i++) {
+        const float *qi = q + (size_t)i * qs;
+        if (kv->f16) { /* q rounded to F16, as the oracle's Q.K reads it */
+            uint16_t qb[MAX_HEAD_DIM];
+            cpu_f32_to_f16(isa, qi, qb, head_dim);
+            cpu_f16_to_f32(isa, qb, qh + (size_t)i * head_dim, head_dim);
+        } else {
+            memcpy(qh + (size_t)i * head_dim, qi, sizeof(float) * (size_t)head_dim);
+        }
+    }
+    if (kv->f16) /* every key's dot at once: the one-key dot's bits (cpu_vec.h) */
+        cpu_dot_f16_strided(isa, (const uint16_t *)kv->k + kvo, (size_t)kv->kv_dim, qh, (size_t)head_dim, nq,
+                            head_dim, n_kv, scratch, (size_t)n_kv);
+    else
+        for (int i = 0; i < nq; i++)
+            for (int j = 0; j < n_kv; j++)
+                scratch[(size_t)i * n_kv + j] = cpu_dot_f32(isa, (const float *)kv->k + (size_t)j * kv->kv_dim + kvo,
+                                                            qh + (size_t)i * head_dim, head_dim);
+    for (int i = 0; i < nq; i++) {
+        cpu_softmax_row(isa, scratch + (size_t)i * n_kv, n_kv, scale);
+        memset(out + (size_t)i * os, 0, sizeof(float) * (size_t)head_dim);
+    }
+    if (kv->f16) /* the keys' weighted values in order, o in registers: the axpys' bits */
+        cpu_axpy_f16_strided(isa, scratch, (size_t)n_kv, nq, (const uint16_t *)kv->v + kvo, (size_t)kv->kv_dim, n_kv,
+                             out, os, head_dim);
+    else
+        for (int i = 0; i < nq; i++)
+            for (int j = 0; j < n_kv; j++)
+                cpu_axpy_f32(isa, scratch[(size_t)i * n_kv + j], (const float *)kv->v + (size_t)j * kv->kv_dim + kvo,
+                             out + (size_t)i * os, head_dim);
+}
+
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
                    int head_dim, int h0, int h1, float *scratch, float *out)
 {
     const int group = n_heads / n_kv_heads;
-    const float scale = 1.0f / sqrtf((float)head_dim);
-    float qh[CPU_ATT_GROUP * MAX_HEAD_DIM];
     for (int h = h0; h < h1;) {
         /* heads h .. hn - 1: the same KV head, at most CPU_ATT_GROUP, its rows read once for all */
         const int kvh = h / group;
         int hn = (kvh + 1) * group < h1 ? (kvh + 1) * group : h1;
         hn = hn - h > CPU_ATT_GROUP ? h + CPU_ATT_GROUP : hn;
-        const int nq = hn - h;
-        const size_t kvo = (size_t)kvh * (size_t)head_dim;
-        for (int i = 0; i < nq; i++) {
-            const float *qs = q + (size_t)(h + i) * head_dim;
-            if (kv->f16) { /* q rounded to F16, as the oracle's Q.K reads it */
-                uint16_t qb[MAX_HEAD_DIM];
-                cpu_f32_to_f16(isa, qs, qb, head_dim);
-                cpu_f16_to_f32(isa, qb, qh + (size_t)i * head_dim, head_dim);
-            } else {
-                memcpy(qh + (size_t)i * head_dim, qs, sizeof(float) * (size_t)head_dim);
-            }
-        }
-        if (kv->f16) /* every key's dot at once: the one-key dot's bits (cpu_vec.h) */
-            cpu_dot_f16_strided(isa, (const uint16_t *)kv->k + kvo, (size_t)kv->kv_dim, qh, (size_t)head_dim, nq,
-                                head_dim, n_kv, scratch, (size_t)n_kv);
-        else
-            for (int i = 0; i < nq; i++)
-                for (int j = 0; j < n_kv; j++)
-                    scratch[(size_t)i * n_kv + j] = cpu_dot_f32(isa, (const float *)kv->k + (size_t)j * kv->kv_dim + kvo,
-                                                                qh + (size_t)i * head_dim, head_dim);
-        for (int i = 0; i < nq; i++)
-            cpu_softmax_row(isa, scratch + (size_t)i * n_kv, n_kv, scale);
-        float *o = out + (size_t)h * head_dim;
-        memset(o, 0, sizeof(float) * (size_t)nq * (size_t)head_dim);
-        if (kv->f16) /* the keys' weighted values in order, o in registers: the axpys' bits */
-            cpu_axpy_f16_strided(isa, scratch, (size_t)n_kv, nq, (const uint16_t *)kv->v + kvo, (size_t)kv->kv_dim, n_kv,
-                                 o, (size_t)head_dim, head_dim);
-        else
-            for (int i = 0; i < nq; i++)
-                for (int j = 0; j < n_kv; j++)
-                    cpu_axpy_f32(isa, scratch[(size_t)i * n_kv + j], (const float *)kv->v + (size_t)j * kv->kv_dim + kvo,
-                                 o + (size_t)i * head_dim, head_dim);
+        att_queries(isa, q + (size_t)h * head_dim, (size_t)head_dim, hn - h, kv, (size_t)kvh * (size_t)head_dim, n_kv,
+                    head_dim, scratch, out + (size_t)h * head_dim, (size_t)head_dim);
         h = hn;
     }
+}
+
+void cpu_attention_tokens(cpu_isa isa, const float *q, size_t qs, int nt, const cpu_kv *kv, int n_kv, int n_heads,
+                          int n_kv_heads, int head_dim, int h, float *scratch, float *out, size_t os)
+{
+    const size_t kvo = (size_t)(h / (n_heads / n_kv_heads)) * (size_t)head_dim, hd = (size_t)h * head_dim;
+    for (int t = 0; t < nt; t += CPU_ATT_GROUP)
+        att_queries(isa, q + (size_t)t * qs + hd, qs, nt - t < CPU_ATT_GROUP ? nt - t : CPU_ATT_GROUP, kv, kvo, n_kv,
+                    head_dim, scratch, out + (size_t)t * os + hd, os);
 }
 
 void cpu_add(const float *a, const float *b, int64_t n, float *y)

@@ -57,6 +57,11 @@ typedef struct {
 #define CPU_ATT_GROUP 4
 void cpu_attention(cpu_isa isa, const float *q, const cpu_kv *kv, int n_kv, int n_heads, int n_kv_heads,
                    int head_dim, int h0, int h1, float *scratch, float *out);
+/* Head h of nt query tokens (token t's heads at q + t * qs, its outputs at out + t * os) that see
+ * the same cache rows 0..n_kv-1 (one input of a step without a causal mask): up to CPU_ATT_GROUP
+ * tokens share each key's reads, each token's bits those of cpu_attention. scratch as there. */
+void cpu_attention_tokens(cpu_isa isa, const float *q, size_t qs, int nt, const cpu_kv *kv, int n_kv, int n_heads,
+                          int n_kv_heads, int head_dim, int h, float *scratch, float *out, size_t os);
 
 /* y[i] = a[i] + b[i] (y may be a or b) */
 void cpu_add(const float *a, const float *b, int64_t n, float *y);

@@ -456,13 +456,13 @@ CPU_TARGET_AVX512 static void axpy_rest_avx512(const float *aq, size_t as, int n
  * converted once for them (the FMAs of each y value key by key in order: the axpys' bits) */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float *aq, size_t as, const int NQ,
                                                                  const uint16_t *h, size_t stride, int m, float *yq,
-                                                                 size_t ys, int i0)
+                                                                 size_t ys, int i0, const int NV)
 {
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int q = 0; q < NQ; q++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < NV; c++)
             acc[q][c] = _mm512_loadu_ps(yq + q * ys + i0 + 16 * c);
     for (int j = 0; j < m; j++) {
         const uint16_t *hk = h + (size_t)j * stride + i0;
@@ -470,41 +470,54 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float
         __builtin_prefetch(hk + 16 * stride + 32, 0, 2);
         __m512 w[4];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < NV; c++)
             w[c] = f16x16(hk + 16 * c);
 #pragma GCC unroll 4
         for (int q = 0; q < NQ; q++) {
             const __m512 va = _mm512_set1_ps(aq[q * as + j]);
 #pragma GCC unroll 4
-            for (int c = 0; c < 4; c++)
+            for (int c = 0; c < NV; c++)
                 acc[q][c] = _mm512_fmadd_ps(va, w[c], acc[q][c]);
         }
     }
 #pragma GCC unroll 4
     for (int q = 0; q < NQ; q++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < NV; c++)
             _mm512_storeu_ps(yq + q * ys + i0 + 16 * c, acc[q][c]);
 }
 
+#define AXPY_KEYS_NQ(NV)                                                                                \
+    switch (nq - q0 < 4 ? nq - q0 : 4) {                                                                \
+    case 1: axpy_f16_keys_avx512(a, as, 1, h, stride, m, y, ys, i0, NV); break;                         \
+    case 2: axpy_f16_keys_avx512(a, as, 2, h, stride, m, y, ys, i0, NV); break;                         \
+    case 3: axpy_f16_keys_avx512(a, as, 3, h, stride, m, y, ys, i0, NV); break;                         \
+    default: axpy_f16_keys_avx512(a, as, 4, h, stride, m, y, ys, i0, NV); break;                        \
+    }
+
+/* 64 values a pass, then the last 16, 32 or 48 of a head (heads of 32: all-MiniLM's) in one
+ * pass of as many registers, then the generic body's scalar tail */
 CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride,
                                                       int m, float *yq, size_t ys, int n)
 {
-    const int full = n / 64 * 64;
-    for (int q0 = 0; q0 < nq; q0 += 4)
-        for (int i0 = 0; i0 < full; i0 += 64) {
-            const float *a = aq + q0 * as;
-            float *y = yq + q0 * ys;
-            switch (nq - q0 < 4 ? nq - q0 : 4) {
-            case 1: axpy_f16_keys_avx512(a, as, 1, h, stride, m, y, ys, i0); break;
-            case 2: axpy_f16_keys_avx512(a, as, 2, h, stride, m, y, ys, i0); break;
-            case 3: axpy_f16_keys_avx512(a, as, 3, h, stride, m, y, ys, i0); break;
-            default: axpy_f16_keys_avx512(a, as, 4, h, stride, m, y, ys, i0); break;
-            }
+    const int full = n / 64 * 64, body = n / 16 * 16;
+    for (int q0 = 0; q0 < nq; q0 += 4) {
+        const float *a = aq + q0 * as;
+        float *y = yq + q0 * ys;
+        for (int i0 = 0; i0 < full; i0 += 64)
+            AXPY_KEYS_NQ(4)
+        const int i0 = full;
+        switch ((body - full) / 16) {
+        case 1: AXPY_KEYS_NQ(1) break;
+        case 2: AXPY_KEYS_NQ(2) break;
+        case 3: AXPY_KEYS_NQ(3) break;
+        default: break;
         }
-    if (full < n) /* a head width not a multiple of 64: its last values as the generic body */
-        axpy_rest_avx512(aq, as, nq, h + full, stride, m, yq + full, ys, n - full);
+    }
+    if (body < n) /* a head width not a multiple of 16: its last values as the generic body */
+        axpy_rest_avx512(aq, as, nq, h + body, stride, m, yq + body, ys, n - body);
 }
+#undef AXPY_KEYS_NQ
 
 CPU_TARGET_AVX2 static void axpy_f16_strided_avx2(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride,
                                                   int m, float *yq, size_t ys, int n)
