@@ -7,7 +7,8 @@
  *   - a TQ2_0 file of the tiny model's shapes (tools/tqconvert) runs with the built i2_s model,
  *     which prints the format it runs (the CLI's line, the server's "serving" line), and
  *     generates what the I2_S file re-encoded at load (--weights tq2) generates;
- *   - the CLI's --embedding refuses what it cannot do, and prints JSON with --json.
+ *   - the CLI's --embedding refuses what it cannot do, prints JSON with --json and the pass's
+ *     kernel table with --profile.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +81,8 @@ static void test_cli_context(void **state)
     assert_non_null(strstr(out, "{\"embedding\": ["));
     assert_non_null(strstr(out, "\"n_tokens\": 3, \"pooling\": \"cls\", \"normalized\": true}"));
     free(out);
+    /* --profile: the pass's kernel table (a prompt step of the 3 tokens) on stderr */
+    expect_cli("--embedding --profile --pooling mean --tokens \"1 2 3\"", 0, "prompt step of 3 tokens at position 0:");
 }
 
 static void test_server_context(void **state)

@@ -174,6 +174,8 @@ int rt_cli_embedding(const rt_cli_opts *o)
         } else {
             if (o->verbose)
                 print_speed(in.lens, in.n, now_ms() - t0);
+            if (o->profile) /* the pass's last prompt step (one per pass unless -b splits it) */
+                rt_cli_print_profile(c, TERNION_PROFILE_PROMPT);
             for (int i = 0; i < in.n; i++)
                 print_vector(o, v + (size_t)i * w, w, in.lens[i],
                              pooling == TERNION_POOLING_MODEL ? ternion_model_pooling(m) : pooling);
