@@ -36,7 +36,8 @@ static float rest_and_inv(float *p, int body, int n, float mx, double sl[8])
 }
 
 #if CPU_X86
-/* scale and max; exp and the lanes' sums; normalise: 16 values a step, the rest as scalar */
+/* scale and max (16 values a step, the rest as scalar); exp and the lanes' sums, normalise (16
+ * values a step, the rest as one masked step) */
 CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
 {
     const int body = n / 16 * 16;
@@ -54,11 +55,24 @@ CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
         s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
     }
+    /* the last n - body values as one masked step: each exp is the scalar one's bits
+     * (cpu_exp.h) and lands in its lane of the sums after the body's, as rest_and_inv adds it;
+     * the masked-off lanes add +0 (a scalar walk of 15 exps had cost more than the body) */
+    const __mmask16 tail = (__mmask16)((1u << (n - body)) - 1u);
+    if (tail) {
+        const __m512 e = _mm512_maskz_mov_ps(
+            tail, cpu_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, p + body), _mm512_set1_ps(mx))));
+        _mm512_mask_storeu_ps(p + body, tail, e);
+        s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
     double sl[8];
     _mm512_storeu_pd(sl, s);
-    const float inv = rest_and_inv(p, body, n, mx, sl);
+    const __m512 inv = _mm512_set1_ps(rest_and_inv(p, n, n, mx, sl)); /* 1 / the sum, nothing left */
     for (int j = 0; j < body; j += 16)
-        _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_set1_ps(inv)));
+        _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
+    if (tail)
+        _mm512_mask_storeu_ps(p + body, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, p + body), inv));
 }
 
 CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
