@@ -96,12 +96,23 @@ CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
         s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
         s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
+    const int rest = n - body; /* the last 1 to 7 values as one masked step, as the AVX-512 form */
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    if (rest) {
+        const __m256 e = _mm256_and_ps(
+            _mm256_castsi256_ps(tail), cpu_exp8(_mm256_sub_ps(_mm256_maskload_ps(p + body, tail), _mm256_set1_ps(mx))));
+        _mm256_maskstore_ps(p + body, tail, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
     double sl[8];
     _mm256_storeu_pd(sl, s0);
     _mm256_storeu_pd(sl + 4, s1);
-    const float inv = rest_and_inv(p, body, n, mx, sl);
+    const __m256 inv = _mm256_set1_ps(rest_and_inv(p, n, n, mx, sl)); /* 1 / the sum, nothing left */
     for (int j = 0; j < body; j += 8)
-        _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_set1_ps(inv)));
+        _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), inv));
+    if (rest)
+        _mm256_maskstore_ps(p + body, tail, _mm256_mul_ps(_mm256_maskload_ps(p + body, tail), inv));
 }
 #endif
 
