@@ -328,7 +328,7 @@ CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int
     const int in_regs = n <= 6, k32 = K / 32 * 32;
     const int kb = !in_regs && K > F16_CARRY_K ? F16_CARRY_KB : K, chunk = kb < K ? F16_CARRY_TOKENS : n;
     float *carry = a + 4 * (size_t)K;
-    const int tiles = (n + 2) / 3 * ((k32 + kb - 1) / kb > 1 ? (k32 + kb - 1) / kb : 1);
+    const int tiles = (n + 2) / 3 * (k32 > kb ? (k32 + kb - 1) / kb : 1); /* a group's, for the read-ahead */
     for (int64_t r = r0; r < r1; r += 4) {
         const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
         const uint16_t *hr = in_regs ? w + r * K : NULL;

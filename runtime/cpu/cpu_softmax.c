@@ -21,18 +21,10 @@ static float rest_max(float *p, int body, int n, float scale, float mx)
     return mx;
 }
 
-/* Values body .. n - 1 (the SIMD levels' rest, or the whole row): exp, each into its lane of
- * sl; then 1 / the sum (the fixed tree over the 8 lanes), those values scaled by it. */
-static float rest_and_inv(float *p, int body, int n, float mx, double sl[8])
+/* 1 / the sum of the 8 lanes' sums, in one fixed tree (every level's) */
+static float lanes_inv(const double sl[8])
 {
-    for (int j = body; j < n; j++) {
-        p[j] = cpu_exp(p[j] - mx);
-        sl[j % 8] += (double)p[j];
-    }
-    const float inv = (float)(1.0 / (((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]))));
-    for (int j = body; j < n; j++)
-        p[j] = p[j] * inv;
-    return inv;
+    return (float)(1.0 / (((sl[0] + sl[1]) + (sl[2] + sl[3])) + ((sl[4] + sl[5]) + (sl[6] + sl[7]))));
 }
 
 #if CPU_X86
@@ -56,7 +48,7 @@ CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
         s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
     }
     /* the last n - body values as one masked step: each exp is the scalar one's bits
-     * (cpu_exp.h) and lands in its lane of the sums after the body's, as rest_and_inv adds it;
+     * (cpu_exp.h) and lands in its lane of the sums after the body's, as the scalar level adds it;
      * the masked-off lanes add +0 (a scalar walk of 15 exps had cost more than the body) */
     const __mmask16 tail = (__mmask16)((1u << (n - body)) - 1u);
     if (tail) {
@@ -68,7 +60,7 @@ CPU_TARGET_AVX512 static void softmax_avx512(float *p, int n, float scale)
     }
     double sl[8];
     _mm512_storeu_pd(sl, s);
-    const __m512 inv = _mm512_set1_ps(rest_and_inv(p, n, n, mx, sl)); /* 1 / the sum, nothing left */
+    const __m512 inv = _mm512_set1_ps(lanes_inv(sl));
     for (int j = 0; j < body; j += 16)
         _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
     if (tail)
@@ -108,7 +100,7 @@ CPU_TARGET_AVX2 static void softmax_avx2(float *p, int n, float scale)
     double sl[8];
     _mm256_storeu_pd(sl, s0);
     _mm256_storeu_pd(sl + 4, s1);
-    const __m256 inv = _mm256_set1_ps(rest_and_inv(p, n, n, mx, sl)); /* 1 / the sum, nothing left */
+    const __m256 inv = _mm256_set1_ps(lanes_inv(sl));
     for (int j = 0; j < body; j += 8)
         _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), inv));
     if (rest)
@@ -129,7 +121,14 @@ void cpu_softmax_row(cpu_isa isa, float *p, int n, float scale)
     }
 #endif
     (void)isa;
+    /* the scalar level: each exp into its lane of the sums (j % 8, as the SIMD levels' lanes) */
     const float mx = rest_max(p, 0, n, scale, -INFINITY);
     double sl[8] = {0};
-    (void)rest_and_inv(p, 0, n, mx, sl);
+    for (int j = 0; j < n; j++) {
+        p[j] = cpu_exp(p[j] - mx);
+        sl[j % 8] += (double)p[j];
+    }
+    const float inv = lanes_inv(sl);
+    for (int j = 0; j < n; j++)
+        p[j] = p[j] * inv;
 }
