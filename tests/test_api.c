@@ -144,6 +144,44 @@ static void test_load_errors(void **state)
     ternion_model_free(m);
 }
 
+/* the resident bytes (smaps' Rss) of this process's mappings of a file whose path ends in name */
+static long long mapped_rss(const char *name)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[1024];
+    long long kib, sum = 0;
+    bool in = false;
+    const size_t nl = strlen(name);
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line: its path last */
+            size_t l = strlen(line);
+            while (l && (line[l - 1] == '\n' || line[l - 1] == ' '))
+                line[--l] = 0;
+            in = l >= nl && !strcmp(line + l - nl, name);
+        } else if (in && sscanf(line, "Rss: %lld kB", &kib) == 1)
+            sum += kib * 1024;
+    }
+    if (f)
+        fclose(f);
+    return f ? sum : -1;
+}
+
+/* A model handle reads only the file's metadata once open: the checks at load read its weights
+ * (the F16 embedding's every element), and those pages are handed back (rt_gguf_drop_data), so
+ * the handle does not hold the file resident beside each context's own mapping of it. */
+static void test_model_pages(void **state)
+{
+    NEED_MODEL();
+    struct stat st;
+    assert_int_equal(stat(tiny, &st), 0);
+    ternion_model *m = load_tiny();
+    const long long rss = mapped_rss("bitnet-tiny/model.gguf");
+    print_message("model handle: %lld of the file's %lld bytes resident\n", rss, (long long)st.st_size);
+    assert_true(rss >= 0 && rss < (long long)st.st_size / 4); /* the header (vocabulary) is under a quarter */
+    ternion_model_free(m);
+}
+
 static void test_tokens(void **state)
 {
     NEED_MODEL();
@@ -471,6 +509,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_and_registry), cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_model_pages),
         cmocka_unit_test(test_tokens),               cmocka_unit_test(test_tokens_wordpiece),
         cmocka_unit_test(test_chat_rewind),
         cmocka_unit_test(test_batch_errors),         cmocka_unit_test(test_sequences),

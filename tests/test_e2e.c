@@ -1164,6 +1164,10 @@ static void test_qlinear_vs_reference(void **st)
         rt_engine *e = NULL;
         if (rt_engine_open(&bd->d.desc, &o, &e, err))
             fail_msg("%s", err);
+        rt_vk_device_desc dd; /* the device name counts the copies (cpu_repack_describe) */
+        rt_engine_device(e, &dd);
+        if (strstr(dd.name, "avx512 kernels"))
+            assert_int_equal(strstr(dd.name, " interleaved by 16, ") != NULL, !pass);
         const int vocab = rt_engine_vocab(e);
         for (int i = 0; i < 20; i++)
             ids[i] = (i * 37 + 11) % vocab;

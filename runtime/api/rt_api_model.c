@@ -271,6 +271,7 @@ int ternion_model_load(const char *path, const ternion_model_params *params, ter
     rc = choose_chat(m);
     if (rc)
         goto fail;
+    rt_gguf_drop_data(m->g); /* its checks read every weight; the contexts' engines map their own */
     *out = m;
     return 0;
 fail:

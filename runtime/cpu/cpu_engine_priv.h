@@ -53,6 +53,10 @@ struct cpu_engine {
     uint8_t *arena;           /* the matrices copied into 2 MiB pages (cpu_repack.c), NULL: none */
     size_t arena_bytes;       /* its size */
     uint64_t arena_huge;      /* of which in huge pages, as the kernel reported after the copy */
+    uint8_t *r16_mem;         /* every interleaved copy (w->r16 points into it), one allocation of
+                                 2 MiB pages, NULL: none */
+    size_t r16_bytes;         /* its size */
+    int n_r16;                /* the matrices with such a copy */
 
     cpu_step_op *ops;         /* [n_pre + n_layer + n_post] */
     int n_ops;

@@ -9,10 +9,11 @@
  * --expert-cache keeps those in the file; no interleaved copies with TERNION_CPU_REPACK=0, whose
  * matrices the arena then takes as stored; none at all with --mlock, whose weights stay locked
  * in place; no arena with --mmap, or when it would not fit in 7/8 of the memory the kernel says
- * is available, cpu_mem_available), making them over the thread pool, handing the
- * mapping's pages of those matrices back to the kernel (the products read only the copy, so the
- * weights are not held twice; a tied embedding's rows fault back in from the file when a token
- * needs one), and freeing the copies at close. Embeddings keep the file's layout (a token
+ * is available, cpu_mem_available), making them over the thread pool (the interleaved copies in
+ * one allocation, the arena in another), handing the mapping's pages of those matrices back to
+ * the kernel as they are copied (the products read only the copy, so the weights are not held
+ * twice, not even at the load's peak; a tied embedding's rows fault back in from the file when a
+ * token needs one), and freeing the copies at close. Embeddings keep the file's layout (a token
  * reads one row). Why the arena: a decode step streams every matrix once, and from the
  * mapping's 4 KiB pages each page costs a page-table walk (on the AMD EPYC VM of
  * docs/performance.md one-token decode went from 14.3 to 19.2 tok/s at one thread).
@@ -40,15 +41,17 @@ static void pack_main(void *arg, int ith, int nth)
     cpu_r16_pack(j->w, lo, hi, j->out);
 }
 
-/* the whole pages inside w's bytes, dropped from this process (MADV_DONTNEED: a file mapping's
+/* the whole pages inside [p, p + n), dropped from this process (MADV_DONTNEED: a file mapping's
  * pages read again from the file if touched) */
-static void drop_pages(const cpu_weight *w)
+static void drop_range(const uint8_t *p, size_t n)
 {
-    const uintptr_t psz = (uintptr_t)sysconf(_SC_PAGE_SIZE), a = (uintptr_t)w->data, b = a + cpu_head_bytes(w);
+    const uintptr_t psz = (uintptr_t)sysconf(_SC_PAGE_SIZE), a = (uintptr_t)p, b = a + n;
     const uintptr_t lo = (a + psz - 1) & ~(psz - 1), hi = b & ~(psz - 1);
     if (psz > 1 && hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
+
+static void drop_pages(const cpu_weight *w) { drop_range(w->data, cpu_head_bytes(w)); }
 
 /* The tensors of op so the arena takes (desc->tensors indices into t[4]; returns how many): a
  * bitlinear's, linear's or LM head's matrix in the file's layout (read whole by each decode
@@ -118,8 +121,10 @@ static void arena_copy(void *arg, int ith, int nth)
     for (int k = 0; k < j->n; k++) {
         const size_t a = j->p[k].at > (size_t)lo ? j->p[k].at : (size_t)lo;
         const size_t b = j->p[k].at + j->p[k].n < (size_t)hi ? j->p[k].at + j->p[k].n : (size_t)hi;
-        if (a < b)
+        if (a < b) { /* each part's pages handed back as it is copied: the load's peak holds the weights once */
             memcpy(j->e->arena + a, j->p[k].w->data + (a - j->p[k].at), b - a);
+            drop_range(j->p[k].w->data + (a - j->p[k].at), b - a);
+        }
     }
 }
 
@@ -150,16 +155,23 @@ void cpu_repack_describe(const cpu_engine *e, char *out, size_t cap)
     int n = 0; /* the matrices whose bytes the kernels read from the arena */
     for (size_t i = 0; e->arena && i < (size_t)e->d->n_tensors * e->n_layers; i++)
         n += e->w[i].data >= e->arena && e->w[i].data < e->arena + e->arena_bytes;
-    if (n)
-        snprintf(out, cap, ", weights in 2 MiB pages (%d matrices, %.0f/%.0f MiB)", n,
-                 (double)e->arena_huge / 1048576.0, (double)e->arena_bytes / 1048576.0);
+    char r16[64] = "";
+    if (e->n_r16)
+        snprintf(r16, sizeof r16, "; %d interleaved by 16, %.0f MiB", e->n_r16, (double)e->r16_bytes / 1048576.0);
+    if (n || e->n_r16)
+        snprintf(out, cap, ", weights in 2 MiB pages (%d matrices, %.0f/%.0f MiB%s)", n,
+                 (double)e->arena_huge / 1048576.0, (double)e->arena_bytes / 1048576.0, r16);
     else
         snprintf(out, cap, ", weights mapped");
 }
 
-int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
+/* The matrices that get an interleaved copy, in op order (a tensor two ops read once): into
+ * out when not NULL; returns how many, *bytes their copies' sum, each at a 64-byte boundary. */
+static int r16_plan(cpu_engine *e, cpu_weight **out, size_t *bytes)
 {
     const char *env = getenv("TERNION_CPU_REPACK"); /* 0: no interleaved copies (the arena stays) */
+    int n = 0;
+    *bytes = 0;
     for (int i = 0; !(env && !strcmp(env, "0")) && i < e->n_ops; i++) {
         const cpu_step_op *so = &e->ops[i];
         const rt_cpu_op_kind kind = so->op->kind;
@@ -167,21 +179,47 @@ int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
             continue;
         for (int L = 0; L < (e->d->tensors[so->tensor].per_layer ? e->n_layers : 1); L++) {
             cpu_weight *w = &e->w[so->tensor * e->n_layers + L];
-            if (w->r16 || !cpu_r16_wants(e->isa, w))
+            bool seen = !cpu_r16_wants(e->isa, w);
+            for (int q = 0; out && q < n; q++)
+                seen |= out[q] == w;
+            if (seen || (!out && w->r16))
                 continue;
-            const size_t n = cpu_r16_bytes(w);
-            uint8_t *p = cpu_alloc_huge(n);
-            if (!p) {
-                snprintf(err, RT_ERR_LEN, "%s: out of memory for its matrices' interleaved copy (%.1f MiB; "
-                         "TERNION_CPU_REPACK=0 runs without)", so->op->label, (double)n / 1048576.0);
-                return -1;
-            }
-            pack_job j = {w, p};
-            cpu_pool_run(e->pool, pack_main, &j, 0);
-            w->r16 = p;
-            drop_pages(w);
+            if (out)
+                out[n] = w;
+            n++;
+            *bytes += (cpu_r16_bytes(w) + 63) & ~(size_t)63;
         }
     }
+    return n;
+}
+
+int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
+{
+    size_t total;
+    const int most = r16_plan(e, NULL, &total); /* an upper bound: a tensor two ops read counts twice */
+    cpu_weight **ws = most ? malloc(sizeof *ws * (size_t)most) : NULL;
+    if (most && !ws) {
+        snprintf(err, RT_ERR_LEN, "out of memory");
+        return -1;
+    }
+    const int n = most ? r16_plan(e, ws, &total) : 0;
+    if (n && !(e->r16_mem = cpu_alloc_huge(total))) {
+        snprintf(err, RT_ERR_LEN, "out of memory for the matrices' interleaved copies (%.1f MiB; "
+                 "TERNION_CPU_REPACK=0 runs without)", (double)total / 1048576.0);
+        free(ws);
+        return -1;
+    }
+    e->r16_bytes = cpu_huge_round(total);
+    size_t at = 0;
+    for (int k = 0; k < n; k++) {
+        pack_job j = {ws[k], e->r16_mem + at};
+        cpu_pool_run(e->pool, pack_main, &j, 0);
+        ws[k]->r16 = j.out;
+        drop_pages(ws[k]);
+        at += (cpu_r16_bytes(ws[k]) + 63) & ~(size_t)63;
+    }
+    e->n_r16 = n;
+    free(ws);
     if (!in_place)
         arena_open(e);
     return 0;
@@ -189,7 +227,6 @@ int cpu_repack_open(cpu_engine *e, bool in_place, char *err)
 
 void cpu_repack_close(cpu_engine *e)
 {
-    for (size_t i = 0; e->w && i < (size_t)e->d->n_tensors * e->n_layers; i++)
-        free((void *)e->w[i].r16);
+    free(e->r16_mem);
     free(e->arena);
 }

@@ -697,6 +697,17 @@ int rt_gguf_open_ex(const char *path, unsigned flags, rt_gguf **out_g, char *err
     return finish_open(P, out_g, err);
 }
 
+void rt_gguf_drop_data(const rt_gguf *g)
+{
+    const rt_gguf_priv *P = (const rt_gguf_priv *)g;
+    const long psz = sysconf(_SC_PAGE_SIZE);
+    if (!g || !P->owns_map || psz <= 0 || g->data_offset >= g->map_len)
+        return;
+    const size_t lo = (size_t)(g->data_offset + (uint64_t)psz - 1) / (size_t)psz * (size_t)psz;
+    if (lo < g->map_len) /* the header's pages stay: the metadata's strings and arrays */
+        (void)madvise((void *)(g->map + lo), g->map_len - lo, MADV_DONTNEED);
+}
+
 void rt_gguf_close(rt_gguf *g)
 {
     if (!g) return;

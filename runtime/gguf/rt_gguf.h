@@ -81,6 +81,11 @@ int rt_gguf_open_ex(const char *path, unsigned flags, rt_gguf **out_g, char *err
 /* Same, over a caller-owned memory block (used by the fuzzer/tests). */
 int rt_gguf_open_mem(const void *data, size_t len, const char *name, rt_gguf **out_g, char *err);
 void rt_gguf_close(rt_gguf *g);
+/* Hand the mapping's pages of the tensor data back to the kernel (MADV_DONTNEED: the pages of a
+ * file mapping fault back in from the file if read again), for a handle that reads only the
+ * metadata after open: opening checked every tensor's bytes, which left the whole file in its
+ * resident set, beside the engine's own mapping of it. Nothing for a memory block. */
+void rt_gguf_drop_data(const rt_gguf *g);
 
 /* Lookups. `key` may start with "%s." which is replaced by the architecture. */
 const rt_gguf_kv *rt_gguf_find(const rt_gguf *g, const char *key);
