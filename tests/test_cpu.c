@@ -193,11 +193,22 @@ static void test_qdot(void **st)
     x[0] = 127.0f; /* block 0: id = 1, so 2.5 and -3.5 are ties (2 and -4 to even; roundf: 3, -4) */
     x[1] = 2.5f;
     x[2] = -3.5f;
-    cpu_quant_q8_0(x, NT * KMAX, q, xd);
+    for (int i = 64; i < 96; i++) /* block 2 all zeros (amax 0: id 0), block 3 -0.0 and one 1e-30 */
+        x[i] = 0.0f;
+    for (int i = 96; i < 128; i++)
+        x[i] = i == 100 ? 1e-30f : -0.0f;
     ref_quantize_q8_0_act(x, NT * KMAX, rq, rd);
-    assert_int_equal(q[1], 2);
-    assert_memory_equal(q, rq, sizeof q);
-    assert_memory_equal(xd, rd, sizeof xd);
+    for (int isa = CPU_ISA_COUNT - 1; isa >= 0; isa--) { /* every level: the reference's bits */
+        if (!cpu_isa_runs((cpu_isa)isa))
+            continue;
+        memset(q, 0x55, sizeof q); /* poisoned */
+        for (size_t i = 0; i < sizeof xd / sizeof xd[0]; i++)
+            xd[i] = NAN;
+        cpu_quant_q8_0((cpu_isa)isa, x, NT * KMAX, q, xd);
+        assert_int_equal(q[1], 2);
+        assert_memory_equal(q, rq, sizeof q);
+        assert_memory_equal(xd, rd, sizeof xd);
+    }
     const uint32_t types[] = {FMT_Q8_0, FMT_Q4_0, FMT_Q2_0, FMT_Q2_0_G128};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const fmt_codec *c = fmt_codec_find(types[ti]);
@@ -214,7 +225,7 @@ static void test_qdot(void **st)
             const cpu_weight cw = {w, types[ti], K, MM, NULL};
             for (int n = 1; n <= NT; n += 2) {
                 for (int t = 0; t < n; t++)
-                    cpu_quant_q8_0(x + t * K, K, q + t * K, xd + t * (K / 32));
+                    cpu_quant_q8_0(CPU_ISA_SCALAR, x + t * K, K, q + t * K, xd + t * (K / 32));
                 assert_int_equal(ref_linear_q(types[ti], w, K, MM, x, n, yr), 0);
                 for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
                     if (!cpu_isa_runs((cpu_isa)isa))
@@ -266,7 +277,7 @@ static void test_qdot_wide(void **st)
         x[i] = frnd(2.0f) * (float)(1 + i / 32 % 5);
     for (int i = 0; i < MM * K; i++)
         wf[i] = frnd(1.0f);
-    cpu_quant_q8_0(x, K, q, xd);
+    cpu_quant_q8_0(CPU_ISA_SCALAR, x, K, q, xd);
     const uint32_t types[] = {FMT_Q2_0, FMT_Q2_0_G128};
     for (int ti = 0; ti < 2; ti++) {
         fmt_codec_find(types[ti])->encode(wf, (int64_t)MM * K, w);
@@ -313,7 +324,7 @@ static void test_qdot_q2_twin(void **st)
         }
     assert_int_equal(ref_linear_q(FMT_Q2_0_G128, w, K, MM, x, 1, y), 0);
     assert_int_equal(ref_linear_q(FMT_Q2_0, twin, K, MM, x, 1, yt), 0);
-    cpu_quant_q8_0(x, K, q, xd);
+    cpu_quant_q8_0(CPU_ISA_SCALAR, x, K, q, xd);
     int differ = 0;
     for (int r = 0; r < MM; r++) {
         float y2[MM], d64[K];

@@ -419,7 +419,7 @@ static void linear_q_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, i
     cpu_engine *e = r->e;
     const int K = WIDTH(e, so->op->in[0]);
     for (int64_t t = lo; t < hi; t++)
-        cpu_quant_q8_0(IN0(e, so) + t * K, K, e->lin_q + t * K, e->lin_qd + t * (K / CPU_QBLK));
+        cpu_quant_q8_0(e->isa, IN0(e, so) + t * K, K, e->lin_q + t * K, e->lin_qd + t * (K / CPU_QBLK));
 }
 
 /* rows lo .. hi of a block-quantized matrix times the Q8_0 input */
@@ -673,7 +673,7 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
             float *hx = e->head_x + (size_t)i * dim;
             memcpy(hx, x, sizeof(float) * (size_t)dim);
             if (!e->head_copy.data && cpu_qdot_has(cpu_w(e, so->tensor, 0)->type))
-                cpu_quant_q8_0(hx, dim, e->lin_q + (size_t)i * dim, e->lin_qd + (size_t)i * (dim / CPU_QBLK));
+                cpu_quant_q8_0(e->isa, hx, dim, e->lin_q + (size_t)i * dim, e->lin_qd + (size_t)i * (dim / CPU_QBLK));
         }
         if (cpu_kq_has((e->head_copy.data ? &e->head_copy : cpu_w(e, so->tensor, 0))->type))
             kq_quant(e, e->head_x, dim, 0, r->head_chunk);

@@ -90,7 +90,7 @@ static const float *prep(cpu_isa isa, uint32_t t, const float *const *x, int nt,
             cpu_f32_to_f16(isa, x[i], (uint16_t *)s->a, K);
             cpu_f16_to_f32(isa, (const uint16_t *)s->a, s->xh + (size_t)i * K, K);
         } else if (cpu_qdot_has(t))
-            cpu_quant_q8_0(x[i], K, q, s->qd + (size_t)i * (K / 32));
+            cpu_quant_q8_0(isa, x[i], K, q, s->qd + (size_t)i * (K / 32));
         else if (nt > 1) /* F32, BF16: the floats as they are, side by side */
             memcpy(s->xh + (size_t)i * K, x[i], sizeof(float) * (size_t)K);
     }

@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-void cpu_quant_q8_0(const float *x, int K, int8_t *q, float *ds)
+static void quant_q8_0_c(const float *x, int K, int8_t *q, float *ds)
 {
     for (int b = 0; b < K / CPU_QBLK; b++) {
         const float *v = x + b * CPU_QBLK;
@@ -37,6 +37,71 @@ void cpu_quant_q8_0(const float *x, int K, int8_t *q, float *ds)
         for (int j = 0; j < CPU_QBLK; j++)
             q[b * CPU_QBLK + j] = (int8_t)lrintf(v[j] * id); /* the default rounding: nearest even */
     }
+}
+
+#if CPU_X86
+/* The plain C's bits in vectors: amax as max(|v|, amax) (a NaN never enters it, as the C
+ * comparison leaves it out; the order of a max does not matter), the same division and product,
+ * vcvtps2dq rounding as lrintf does (MXCSR's nearest even), and the low byte of each int32 kept
+ * as the C cast keeps it (vpmovdb; a NaN's 0x80000000 gives 0 both ways). Per value the C
+ * path's lrintf call cost about 4 ns (27 us for a row of 6,144 on the Intel VM). */
+CPU_TARGET_AVX512 static void quant_q8_0_avx512(const float *x, int K, int8_t *q, float *ds)
+{
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int b = 0; b < K / CPU_QBLK; b++) {
+        const __m512 v0 = _mm512_loadu_ps(x + b * CPU_QBLK), v1 = _mm512_loadu_ps(x + b * CPU_QBLK + 16);
+        __m512 m = _mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_setzero_ps());
+        m = _mm512_max_ps(_mm512_and_ps(v1, abs_mask), m);
+        const float amax = _mm512_reduce_max_ps(m);
+        ds[b] = fmt_f16_to_f32(fmt_f32_to_f16(amax / 127.f));
+        const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+        _mm_storeu_si128((__m128i *)(q + b * CPU_QBLK), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id))));
+        _mm_storeu_si128((__m128i *)(q + b * CPU_QBLK + 16),
+                         _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id))));
+    }
+}
+
+/* the same in 8 lanes; the low byte of each int32 by a shuffle (no vpmovdb in AVX2) */
+CPU_TARGET_AVX2 static void quant_q8_0_avx2(const float *x, int K, int8_t *q, float *ds)
+{
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (int b = 0; b < K / CPU_QBLK; b++) {
+        const float *v = x + b * CPU_QBLK;
+        __m256 m = _mm256_setzero_ps();
+        for (int i = 0; i < 4; i++)
+            m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(v + 8 * i), abs_mask), m);
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+        const float amax = _mm_cvtss_f32(h);
+        ds[b] = fmt_f16_to_f32(fmt_f32_to_f16(amax / 127.f));
+        const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+        for (int i = 0; i < 4; i++) {
+            const __m256i c = _mm256_shuffle_epi8(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 8 * i), id)), low);
+            const uint32_t lo = (uint32_t)_mm256_extract_epi32(c, 0), hi = (uint32_t)_mm256_extract_epi32(c, 4);
+            memcpy(q + b * CPU_QBLK + 8 * i, &lo, 4);
+            memcpy(q + b * CPU_QBLK + 8 * i + 4, &hi, 4);
+        }
+    }
+}
+#endif
+
+void cpu_quant_q8_0(cpu_isa isa, const float *x, int K, int8_t *q, float *ds)
+{
+#if CPU_X86
+    if (isa == CPU_ISA_AVX512) {
+        quant_q8_0_avx512(x, K, q, ds);
+        return;
+    }
+    if (isa == CPU_ISA_AVX2) {
+        quant_q8_0_avx2(x, K, q, ds);
+        return;
+    }
+#endif
+    (void)isa;
+    quant_q8_0_c(x, K, q, ds);
 }
 
 static float block_d(const uint8_t *blk)

@@ -17,8 +17,9 @@
 
 /* x [K] (K % 32 == 0) as Q8_0 blocks: per 32 values amax, d = amax / 127 stored as f16 (ds[b]:
  * that f16 as a float), id = 127 / amax (0 for amax 0), code = x * id rounded to nearest even
- * (ggml-cpu's AVX quantize_row_q8_0: _mm256_round_ps, _MM_ROUND_NEAREST). */
-void cpu_quant_q8_0(const float *x, int K, int8_t *q, float *ds);
+ * (ggml-cpu's AVX quantize_row_q8_0: _mm256_round_ps, _MM_ROUND_NEAREST); the same bits at every
+ * level. */
+void cpu_quant_q8_0(cpu_isa isa, const float *x, int K, int8_t *q, float *ds);
 
 /* 1 when the type's rows multiply Q8_0 activations here (Q8_0, Q4_0, Q2_0, Q2_0_G128). */
 int cpu_qdot_has(uint32_t type);
