@@ -117,8 +117,8 @@ static uint8_t *random_ternary(uint32_t type, int K, int M, float scale)
     return blob;
 }
 
-/* Every ISA level this CPU runs, and for I2_S, TQ1_0, TQ2_0 at n >= CPU_AMX_MIN_TOKENS also the
- * AMX tiles (variant CPU_ISA_COUNT: the AVX-512 level's codes in cpu_amx_pack's layout). */
+/* Every ISA level this CPU runs, and for I2_S, TQ1_0, TQ2_0 also the AMX tiles at every n (the
+ * engine takes them from CPU_AMX_MIN_TOKENS tokens on; the kernel holds for any count) (variant CPU_ISA_COUNT: the AVX-512 level's codes in cpu_amx_pack's layout). */
 static void check_matmul(uint32_t type, int K, int M, int n)
 {
     uint8_t *w = random_ternary(type, K, M, 0.37f);
@@ -137,7 +137,7 @@ static void check_matmul(uint32_t type, int K, int M, int n)
         const bool amx = v == CPU_ISA_COUNT;
         const int isa = amx ? CPU_ISA_AVX512 : v;
         const cpu_qp_layout layout = cpu_codec_qp_layout(type, amx);
-        if (amx ? !(cpu_qp_is_amx(layout) && n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready() &&
+        if (amx ? !(cpu_qp_is_amx(layout) && cpu_amx_ready() &&
                     cpu_isa_runs(CPU_ISA_AVX512))
                 : !cpu_isa_runs((cpu_isa)isa))
             continue;
@@ -484,9 +484,9 @@ static void check_tq_tiles(uint32_t type, int K, int M, int n)
         for (int v = 0; v <= CPU_ISA_COUNT; v++) { /* CPU_ISA_COUNT: the AMX tiles (cpu_amx.c) */
             const bool amx = v == CPU_ISA_COUNT;
             const int isa = amx ? CPU_ISA_AVX512 : v;
-            if (amx ? !(n >= CPU_AMX_MIN_TOKENS && cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512))
+            if (amx ? !(cpu_amx_ready() && cpu_isa_runs(CPU_ISA_AVX512))
                     : !cpu_isa_runs((cpu_isa)isa)) {
-                if (amx && n >= CPU_AMX_MIN_TOKENS && !q8k)
+                if (amx && !q8k)
                     printf("%s K %d n %d: no AMX here, the tile product not run (test_amx_layout checks "
                            "its layout)\n", fmt_type_name(type), K, n);
                 continue;
@@ -521,7 +521,7 @@ static void test_tq(void **st)
     check_matmul(FMT_TQ1_0, 768, 9, 3);
     check_matmul(FMT_TQ2_0, 512, 7, 2);
     check_matmul(FMT_TQ2_0, 1280, 3, 1);
-    /* AMX (n >= 8): 32-row blocks, two blocks a segment, double sums for 128 tokens at a time */
+    /* AMX (any n): 32-row blocks, two blocks a segment, double sums for 128 tokens at a time */
     const int shapes[][3] = {{768, 13, 7}, {256, 6, 65}, {1280, 3, 5}, {512, 1, 1}, {768, 37, 130}, {1280, 70, 16}};
     for (int ti = 0; ti < 2; ti++)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)

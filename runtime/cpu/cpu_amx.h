@@ -29,8 +29,12 @@
 #include "cpu/cpu_codec.h"
 #include "cpu/cpu_i2s.h"
 
-/* Steps of fewer tokens keep the AVX-512 kernels (measured: docs/performance.md). */
-#define CPU_AMX_MIN_TOKENS 8
+/* Steps of fewer tokens keep the AVX-512 kernels. The tiles unpack every row for any token count,
+ * so they win only where enough tokens share the unpack: in a step that streams the weights from
+ * memory (2B4T's bitlinears, 2 threads, the Intel VM of docs/performance.md, 3 runs each, AVX-512 /
+ * tiles) 8 tokens took 70-84 / 105-120 ms, 16 tokens 100-148 / 105-121, 32 tokens 231-292 /
+ * 162-183; a harness with the matrix in cache had put the crossing at 8. */
+#define CPU_AMX_MIN_TOKENS 16
 
 /* This CPU has AMX-INT8 and the kernel granted this process the tile state (asked once, on the
  * first call; thread-safe). False off x86-64 Linux. */
