@@ -199,6 +199,20 @@ static int t_step(void *ctx, const srv_row *rows, int n, char *err)
     return ternion_decode(t->ctx, &b) ? fail(err, "decode") : 0;
 }
 
+/* Prompt chunks of several slots in one ternion_decode (one step on the CPU backend). */
+static int t_prompt_rows(void *ctx, const srv_row *rows, int n, const bool *keep, char *err)
+{
+    tmodel *t = ctx;
+    for (int i = 0; i < n; i++) {
+        t->tok[i] = rows[i].token;
+        t->pos[i] = rows[i].pos;
+        t->seq[i] = rows[i].seq;
+        t->want[i] = keep[i];
+    }
+    ternion_batch b = {.n_tokens = n, .token = t->tok, .pos = t->pos, .seq_id = t->seq, .logits = t->want};
+    return ternion_decode(t->ctx, &b) ? fail(err, "prompt") : 0;
+}
+
 /* A request's sampler, with the end-of-generation rule of ignore_eos / min_tokens: the end
  * tokens banned (a -inf bias beside the request's own) until `eog_left` tokens are chosen. */
 typedef struct {
@@ -383,6 +397,9 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
     if ((o->cpu_moe || o->n_cpu_moe) && ternion_context_is_cpu(t->ctx))
         fprintf(stderr, "note: --%s: the CPU backend runs every expert on the CPU already; nothing to place\n",
                 o->cpu_moe ? "cpu-moe" : "n-cpu-moe");
+    const int n_batch = ternion_n_batch(t->ctx);
+    if ((size_t)n_batch > n) /* the arrays serve step() (a row per slot) and prompt_rows() */
+        n = (size_t)n_batch;
     t->tok = malloc(n * sizeof(int32_t));
     t->pos = malloc(n * sizeof(int32_t));
     t->seq = malloc(n * sizeof(int32_t));
@@ -397,7 +414,8 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .n_ctx = ternion_n_ctx(t->ctx), .n_seq = o->n_seq, .n_vocab = ternion_model_n_vocab(t->model),
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
         .seq_copy = t_seq_copy,
-        .prompt = t_prompt, .step = t_step, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
+        .prompt = t_prompt, .step = t_step, .n_batch = n_batch,
+        .prompt_rows = ternion_context_is_cpu(t->ctx) ? t_prompt_rows : NULL, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
         .grammar_min_tokens = t_grammar_min_tokens,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),

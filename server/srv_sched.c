@@ -409,6 +409,27 @@ static void prepare(srv_sched *s, slot *sl, int seq)
     sl->prompting = true;
 }
 
+/* After a chunk of a slot's prompt (its logits in row `row` of the step, -1: prompt()'s): at
+ * the prompt's end, the first token. */
+static void prompt_end(srv_sched *s, slot *sl, int row)
+{
+    srv_job *j = sl->job;
+    char err[SRV_ERR_LEN] = "";
+    if (sl->n_cache < j->n_ids)
+        return;
+    int32_t id = 0;
+    if (s->m->choose(s->m->ctx, sl->smp, row, &id, err)) {
+        fail(s, sl, 500, err);
+        return;
+    }
+    if (j->index == 0)
+        j->sh->lead_done = true;
+    sl->prompting = false;
+    sl->started = true;
+    sl->t_first = now_s();
+    take_token(s, sl, id, row);
+}
+
 /* The next chunk of a slot's prompt (at most prompt_chunk tokens, so a long prompt never
  * holds the other slots' decode steps for long); after the last one, the first token. */
 static void prompt_chunk(srv_sched *s, slot *sl, int seq)
@@ -426,24 +447,56 @@ static void prompt_chunk(srv_sched *s, slot *sl, int seq)
     }
     memcpy(sl->cache + sl->n_cache, j->ids + sl->n_cache, (size_t)k * sizeof(int32_t));
     sl->n_cache += k;
-    int32_t id = 0;
-    bool last = sl->n_cache == j->n_ids;
-    int rc = last ? m->choose(m->ctx, sl->smp, -1, &id, err) : 0;
     pthread_mutex_lock(&s->mu);
     s->st.prompt_seconds += now_s() - t0;
     pthread_mutex_unlock(&s->mu);
-    if (rc) {
-        fail(s, sl, 500, err);
-        return;
+    prompt_end(s, sl, -1);
+}
+
+/* The next chunk of every prompting slot in one step (m->prompt_rows: requests admitted
+ * together share every weight read), at most n_batch rows; each slot's rows as prompt_chunk
+ * would run them, a chunk that ends its prompt keeping its last row's logits. */
+static void prompt_batch(srv_sched *s)
+{
+    srv_model *m = s->m;
+    int n = 0, n_in = 0;
+    for (int i = 0; i < s->n_slots && n < m->n_batch; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job || !sl->prompting)
+            continue;
+        const srv_job *j = sl->job;
+        int k = j->n_ids - sl->n_cache;
+        if (k > s->chunk)
+            k = s->chunk;
+        if (k > m->n_batch - n)
+            k = m->n_batch - n;
+        for (int t = 0; t < k; t++) {
+            s->prows[n + t] = (srv_row){.token = j->ids[sl->n_cache + t], .pos = sl->n_cache + t, .seq = i};
+            s->pkeep[n + t] = false;
+        }
+        s->pkeep[n + k - 1] = sl->n_cache + k == j->n_ids;
+        s->pslot[n_in] = i;
+        s->pk[n_in++] = k;
+        n += k;
     }
-    if (!last)
+    if (!n)
         return;
-    if (j->index == 0)
-        j->sh->lead_done = true;
-    sl->prompting = false;
-    sl->started = true;
-    sl->t_first = now_s();
-    take_token(s, sl, id, -1);
+    char err[SRV_ERR_LEN] = "";
+    double t0 = now_s();
+    const int rc = m->prompt_rows(m->ctx, s->prows, n, s->pkeep, err);
+    pthread_mutex_lock(&s->mu);
+    s->st.prompt_seconds += now_s() - t0;
+    pthread_mutex_unlock(&s->mu);
+    for (int q = 0, row = 0; q < n_in; row += s->pk[q++]) {
+        slot *sl = &s->slots[s->pslot[q]];
+        if (rc) {
+            fail(s, sl, 500, err);
+            continue;
+        }
+        memcpy(sl->cache + sl->n_cache, sl->job->ids + sl->n_cache, (size_t)s->pk[q] * sizeof(int32_t));
+        sl->n_cache += s->pk[q];
+        prompt_end(s, sl, row + s->pk[q] - 1);
+    }
 }
 
 /* One decode step: the pending token of every started slot, all in one model step. */
@@ -559,9 +612,11 @@ static void *loop(void *arg)
             /* the other choices of a request wait for the first's prompt, then copy its KV */
             if (sl->job && !sl->started && !sl->prompting && (sl->job->index == 0 || sl->job->sh->lead_done))
                 prepare(s, sl, i);
-            if (sl->job && sl->prompting)
+            if (sl->job && sl->prompting && !s->m->prompt_rows)
                 prompt_chunk(s, sl, i);
         }
+        if (s->m->prompt_rows)
+            prompt_batch(s);
         decode_step(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -583,7 +638,14 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
     s->slots = calloc((size_t)m->n_seq, sizeof(slot));
     s->rows = calloc((size_t)m->n_seq, sizeof(srv_row));
     s->row_slot = calloc((size_t)m->n_seq, sizeof(int));
-    bool ok = s->slots && s->rows && s->row_slot;
+    if (m->prompt_rows) {
+        s->prows = calloc((size_t)m->n_batch, sizeof(srv_row));
+        s->pkeep = calloc((size_t)m->n_batch, sizeof(bool));
+        s->pslot = calloc((size_t)m->n_seq, sizeof(int));
+        s->pk = calloc((size_t)m->n_seq, sizeof(int));
+    }
+    bool ok = s->slots && s->rows && s->row_slot &&
+              (!m->prompt_rows || (m->n_batch > 0 && s->prows && s->pkeep && s->pslot && s->pk));
     for (int i = 0; ok && i < m->n_seq; i++)
         ok = (s->slots[i].cache = malloc((size_t)m->n_ctx * sizeof(int32_t))) != NULL;
     pthread_condattr_t ca;
@@ -650,5 +712,9 @@ void srv_sched_free(srv_sched *s)
     free(s->slots);
     free(s->rows);
     free(s->row_slot);
+    free(s->prows);
+    free(s->pkeep);
+    free(s->pslot);
+    free(s->pk);
     free(s);
 }

@@ -458,6 +458,78 @@ static void test_sequences(void **state)
     ternion_model_free(m);
 }
 
+/* On the CPU backend a batch of several sequences with several rows each is one step: the
+ * logits the library hands out (ternion_get_logits, a greedy sampler, an inner row kept by
+ * `logits`) are bit for bit those of each sequence run alone. */
+static void test_batch_cpu(void **state)
+{
+    NEED_MODEL();
+    ternion_model *m = load_tiny();
+    const int32_t nv = ternion_model_n_vocab(m);
+    ternion_context_params p = ternion_context_default_params();
+    p.backend = TERNION_BACKEND_CPU;
+    p.n_ctx = 128;
+    ternion_context *one, *three;
+    assert_int_equal(ternion_context_new(m, &p, &one), 0);
+    p.n_seq_max = 3;
+    assert_int_equal(ternion_context_new(m, &p, &three), 0);
+    const char *texts[3] = {"The quick brown fox jumps over the lazy dog", "Once upon a time there was", "Hi"};
+    int32_t ids[3][64], len[3];
+    float *ref[3];
+    int32_t greedy_ref[3];
+    ternion_sampler_params gp = ternion_sampler_default_params();
+    gp.temp = 0;
+    ternion_sampler *greedy;
+    assert_int_equal(ternion_sampler_new(&gp, &greedy), 0);
+    for (int s = 0; s < 3; s++) { /* alone: all rows' logits (the second's inner row is kept below) */
+        len[s] = tokenize(m, texts[s], ids[s], 64);
+        ref[s] = malloc((size_t)nv * 4 * 2);
+        ternion_batch b = ternion_batch_one(ids[s], len[s]);
+        int8_t want[64] = {0};
+        want[len[s] - 1] = 1;
+        want[len[s] / 2] = 1;
+        b.logits = want;
+        assert_int_equal(ternion_kv_seq_clear(one, 0), 0);
+        assert_int_equal(ternion_decode(one, &b), 0);
+        memcpy(ref[s], ternion_get_logits(one, len[s] / 2), (size_t)nv * 4);
+        memcpy(ref[s] + nv, ternion_get_logits(one, len[s] - 1), (size_t)nv * 4);
+        assert_int_equal(ternion_sample(one, greedy, len[s] - 1, &greedy_ref[s]), 0);
+    }
+    /* together: rows dealt in turn, the same rows kept */
+    int32_t tok[192], seq[192], row_mid[3], row_last[3];
+    int8_t want[192];
+    int n = 0;
+    for (int i = 0; i < 64; i++)
+        for (int s = 0; s < 3; s++)
+            if (i < len[s]) {
+                tok[n] = ids[s][i], seq[n] = s, want[n] = i == len[s] - 1 || i == len[s] / 2;
+                if (i == len[s] / 2) row_mid[s] = n;
+                if (i == len[s] - 1) row_last[s] = n;
+                n++;
+            }
+    ternion_batch b = {.n_tokens = n, .token = tok, .seq_id = seq, .logits = want};
+    assert_int_equal(ternion_decode(three, &b), 0);
+    for (int s = 2; s >= 0; s--) { /* read in another order than the rows' */
+        int32_t id;
+        assert_int_equal(ternion_sample(three, greedy, row_last[s], &id), 0);
+        assert_int_equal(id, greedy_ref[s]);
+        assert_memory_equal(ternion_get_logits(three, row_last[s]), ref[s] + nv, (size_t)nv * 4);
+        assert_memory_equal(ternion_get_logits(three, row_mid[s]), ref[s], (size_t)nv * 4);
+        assert_int_equal(ternion_kv_seq_len(three, s), len[s]);
+    }
+    int not_kept = 0;
+    while (want[not_kept]) not_kept++;
+    assert_null(ternion_get_logits(three, not_kept)); /* a row without logits: an error, not another's */
+    ternion_perf pf;
+    assert_int_equal(ternion_perf_get(three, &pf), 0);
+    assert_true(pf.n_prompt == n);
+    for (int s = 0; s < 3; s++) free(ref[s]);
+    ternion_sampler_free(greedy);
+    ternion_context_free(three);
+    ternion_context_free(one);
+    ternion_model_free(m);
+}
+
 static void test_all_rows_and_profile(void **state)
 {
     NEED_MODEL();
@@ -512,7 +584,7 @@ int main(void)
         cmocka_unit_test(test_model_pages),
         cmocka_unit_test(test_tokens),               cmocka_unit_test(test_tokens_wordpiece),
         cmocka_unit_test(test_chat_rewind),
-        cmocka_unit_test(test_batch_errors),         cmocka_unit_test(test_sequences),
+        cmocka_unit_test(test_batch_errors),         cmocka_unit_test(test_sequences), cmocka_unit_test(test_batch_cpu),
         cmocka_unit_test(test_all_rows_and_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

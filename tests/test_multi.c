@@ -133,6 +133,10 @@ static void test_rows_equal_single_steps(void **state)
     assert_non_null(strstr(err, "vocabulary"));
     assert_int_equal(rt_engine_decode_rows(e, 0, t2, p2, seq, err), -1);
     assert_int_equal(rt_engine_use_row(e, NSEQ + 5, err), -1);
+    /* several rows of one sequence in one step: not this backend's (the caller runs them one
+     * sequence after another) */
+    int32_t keep[1] = {1};
+    assert_int_equal(rt_engine_decode_batch(e, 2, t2, p2, dup, keep, 1, err), 1);
     free(ref);
     free(got);
     free(alone);
@@ -140,8 +144,99 @@ static void test_rows_equal_single_steps(void **state)
     gen_desc_free(&d);
 }
 
+/* rt_engine_decode_batch on the CPU backend: rows of 4 sequences in one step, several rows of
+ * each (prompt chunks of awkward lengths, interleaved, then decode tokens beside a chunk), each
+ * kept row's logits bit for bit those of its sequence run alone (rt_engine_eval over the same
+ * tokens and positions): the products are integer sums or the same float operations per row
+ * whatever the row count (test_cpu), attention reads the row's own sequence only. The engine's
+ * logits rows are poisoned (NaN) before each batch. */
+#include "cpu/cpu_engine_priv.h"
+
+static void poison_cpu_logits(rt_engine *e, int V)
+{
+    for (size_t i = 0; i < (size_t)CPU_MAX_ROWS * V; i++) e->cpu->logits[i] = NAN;
+}
+
+static void test_batch_cpu(void **state)
+{
+    (void)state;
+    gen_model m;
+    gen_desc d;
+    rt_engine *e;
+    char err[RT_ERR_LEN] = "";
+    if (gen_model_load("models/bitnet-tiny.yaml", &m, err) || gen_desc_build(&m, true, &d, err))
+        fail_msg("%s", err);
+    rt_engine_opts o = {.model_path = GGUF, .device_index = -1, .n_ctx = 64, .n_batch = 48, .n_seq = NSEQ,
+                        .backend = RT_BACKEND_CPU, .n_threads = 2};
+    if (rt_engine_open(&d.desc, &o, &e, err)) fail_msg("%s", err);
+    const int V = rt_engine_vocab(e);
+    const int len[NSEQ] = {5, 11, 2, 17}; /* 35 rows */
+    int32_t toks[NSEQ][24];
+    for (int s = 0; s < NSEQ; s++)
+        for (int i = 0; i < 24; i++) toks[s][i] = (11 * s + 7 * i + 3) % V;
+    /* alone: every row's logits of each sequence's prompt */
+    float *ref[NSEQ];
+    for (int s = 0; s < NSEQ; s++) {
+        ref[s] = malloc((size_t)24 * V * 4);
+        if (rt_engine_set_seq(e, s, err) || rt_engine_eval(e, toks[s], len[s], 0, ref[s], err)) fail_msg("%s", err);
+    }
+    /* together: the rows dealt round-robin; kept: each sequence's last row and sequence 3's 4th */
+    int32_t tok[48], pos[48], seq[48], keep[8], ks[8], kp[8];
+    int n = 0, nk = 0, at[NSEQ] = {0};
+    for (int more = 1; more;) {
+        more = 0;
+        for (int s = 0; s < NSEQ; s++)
+            if (at[s] < len[s]) {
+                tok[n] = toks[s][at[s]], pos[n] = at[s], seq[n] = s;
+                if (at[s] + 1 == len[s] || (s == 3 && at[s] == 3)) keep[nk] = n, ks[nk] = s, kp[nk++] = at[s];
+                n++, at[s]++, more = 1;
+            }
+    }
+    float *got = malloc((size_t)V * 4);
+    poison_cpu_logits(e, V);
+    if (rt_engine_decode_batch(e, n, tok, pos, seq, keep, nk, err)) fail_msg("%s", err);
+    for (int k = 0; k < nk; k++) {
+        if (rt_engine_use_row(e, k, err) || rt_engine_logits_last(e, got, err)) fail_msg("%s", err);
+        printf("batch of %d rows: kept row %d (sequence %d, position %d)\n", n, keep[k], ks[k], kp[k]);
+        assert_memory_equal(got, ref[ks[k]] + (size_t)kp[k] * V, (size_t)V * 4);
+    }
+    /* decode tokens of sequences 0 and 2 beside a 6-row chunk of sequence 1 and a 2-row chunk of 3 */
+    const int add[NSEQ] = {1, 6, 1, 2};
+    n = nk = 0;
+    for (int s = 0; s < NSEQ; s++) {
+        for (int i = 0; i < add[s]; i++, n++) tok[n] = toks[s][len[s] + i], pos[n] = len[s] + i, seq[n] = s;
+        keep[nk] = n - 1, ks[nk] = s, kp[nk++] = len[s] + add[s] - 1;
+    }
+    poison_cpu_logits(e, V);
+    if (rt_engine_decode_batch(e, n, tok, pos, seq, keep, nk, err)) fail_msg("%s", err);
+    float *got2 = malloc((size_t)NSEQ * V * 4);
+    for (int k = 0; k < nk; k++)
+        if (rt_engine_use_row(e, k, err) || rt_engine_logits_last(e, got2 + (size_t)k * V, err)) fail_msg("%s", err);
+    for (int k = 0; k < nk; k++) { /* alone: the whole sequence again, prompt and continuation */
+        const int s = ks[k];
+        if (rt_engine_set_seq(e, s, err) || rt_engine_eval(e, toks[s], len[s] + add[s], 0, ref[s], err))
+            fail_msg("%s", err);
+        printf("mixed batch of %d rows: sequence %d's last row, position %d\n", n, s, kp[k]);
+        assert_memory_equal(got2 + (size_t)k * V, ref[s] + (size_t)kp[k] * V, (size_t)V * 4);
+    }
+    /* argument errors: one message each */
+    int32_t bad_seq[1] = {NSEQ}, bad_keep[1] = {3}, zero[1] = {0};
+    assert_int_equal(rt_engine_decode_batch(e, 1, tok, zero, bad_seq, zero, 1, err), -1);
+    assert_non_null(strstr(err, "out of range"));
+    assert_int_equal(rt_engine_decode_batch(e, 2, tok, pos, seq, bad_keep, 1, err), -1);
+    assert_non_null(strstr(err, "logits of row 3 of 2"));
+    assert_int_equal(rt_engine_decode_batch(e, 49, tok, pos, seq, keep, 1, err), -1);
+    assert_non_null(strstr(err, "49 rows"));
+    for (int s = 0; s < NSEQ; s++) free(ref[s]);
+    free(got);
+    free(got2);
+    rt_engine_close(e);
+    gen_desc_free(&d);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rows_equal_single_steps)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rows_equal_single_steps),
+                                       cmocka_unit_test(test_batch_cpu)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

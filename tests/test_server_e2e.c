@@ -200,6 +200,20 @@ static void test_concurrent_streams(void **state)
     stop(&s);
 }
 
+/* The same on the CPU backend, whose server puts the prompts of requests admitted together in
+ * one step (prompt_rows): each stream's text is still the one it gives alone. */
+static void test_concurrent_streams_cpu(void **state)
+{
+    (void)state;
+    skip_if_absent();
+    server s;
+    start(&s, (const char *const[]){"--parallel", "8", "--ctx-size", "128", "--device", "cpu", NULL});
+    char *o = node(&s, "concurrent", "8", "8", NULL, NULL);
+    printf("CPU: 8 concurrent streams == each alone: %.300s\n", o);
+    free(o);
+    stop(&s);
+}
+
 /* curl: a streamed chat as SSE, error statuses, the API key. */
 static void test_curl(void **state)
 {
@@ -308,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_structured_output),
         cmocka_unit_test(test_same_as_cli),
         cmocka_unit_test(test_concurrent_streams),
+        cmocka_unit_test(test_concurrent_streams_cpu),
         cmocka_unit_test(test_curl),
         cmocka_unit_test(test_tools_logprobs_n),
         cmocka_unit_test(test_grammar_budget),

@@ -311,6 +311,7 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
     c->n_rows = 0;
     c->n_want = 0;
     c->dev_row = -1;
+    c->dev_kept = false;
     int32_t *pos = malloc((size_t)n * sizeof(int32_t) + (size_t)c->n_seq * sizeof(int32_t) * 2);
     if (!pos)
         return rt_api_ctx_fail(c, TERNION_E_NOMEM, "out of host memory for a batch of %d tokens", n);
@@ -362,6 +363,23 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
         c->dev_multi = rc == 0;
         n_order = 0; /* done: no per-sequence runs */
     }
+    /* rows of several sequences, some with more than one (prompt chunks of requests admitted
+     * together, decode tokens beside them): one step where the backend has it (the CPU's), the
+     * kept rows' logits as the engine's LOGITS rows 0..n_keep-1; else one run per sequence */
+    if (n_order > 1 && n <= c->n_batch && n_keep >= 1 && n_keep <= RT_ENGINE_MAX_ROWS) {
+        char err[RT_ERR_LEN] = "";
+        double t0 = rt_api_now_ms();
+        int r = rt_engine_decode_batch(c->e, n, b->token, pos, b->seq_id, c->want, n_keep, err);
+        if (r <= 0) {
+            rc = r ? rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err) : 0;
+            c->perf.n_prompt += n;
+            c->perf.t_prompt_ms += rt_api_now_ms() - t0;
+            for (int q = 0; !rc && q < n_order; q++)
+                c->seq_len[order[q]] = next[order[q]];
+            c->dev_multi = c->dev_kept = rc == 0;
+            n_order = 0;
+        }
+    }
     for (int q = 0; q < n_order && !rc; q++) {
         int s = order[q];
         int32_t m = 0, p0 = -1;
@@ -378,9 +396,14 @@ int ternion_decode(ternion_context *c, const ternion_batch *b)
     if (rc) { /* nothing of this batch is readable */
         c->n_rows = c->n_want = 0;
         c->dev_row = -1;
-        c->dev_multi = false;
+        c->dev_multi = c->dev_kept = false;
     }
     return rc;
+}
+
+int32_t rt_api_engine_row(const ternion_context *c, int32_t r)
+{
+    return c->dev_kept ? c->row_slot[r] : r;
 }
 
 int32_t rt_api_row(ternion_context *c, int32_t i)
@@ -402,7 +425,7 @@ const float *rt_api_row_logits(ternion_context *c, int32_t i)
     int32_t slot = c->row_slot[r];
     if (!c->filled[slot]) {
         char err[RT_ERR_LEN] = "";
-        if (c->dev_multi && rt_engine_use_row(c->e, r, err)) {
+        if (c->dev_multi && rt_engine_use_row(c->e, rt_api_engine_row(c, r), err)) {
             rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
             return NULL;
         }

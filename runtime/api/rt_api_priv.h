@@ -108,6 +108,8 @@ struct ternion_context {
     int32_t dev_row;         /* row whose logits are the engine's last row (not read yet), or -1 */
     bool dev_multi;          /* the last batch ran as one multi-row step: row i's logits are the
                                 engine's LOGITS row i (rt_engine_use_row) until read */
+    bool dev_kept;           /* ... as one rt_engine_decode_batch: the engine's LOGITS rows are
+                                the kept rows in order (row_slot), not the batch's rows */
     /* scratch for one sequence's run of a batch */
     int32_t *run_tok, *run_row;
     float *run_logits;       /* [n_batch-sized run][vocab] when a run keeps inner rows */
@@ -120,6 +122,8 @@ struct ternion_context {
 const float *rt_api_row_logits(ternion_context *ctx, int32_t i);
 /* Resolve i (negative: from the end of the rows that kept logits) to a row, or -1 + error. */
 int32_t rt_api_row(ternion_context *ctx, int32_t i);
+/* The engine's LOGITS row (rt_engine_use_row) of batch row r after a multi-row step. */
+int32_t rt_api_engine_row(const ternion_context *ctx, int32_t r);
 double rt_api_now_ms(void);
 
 /* ---- registry ---- */

@@ -342,7 +342,7 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
     int32_t nv = c->m->n_vocab, id = -1;
     char err[RT_ERR_LEN] = "";
     bool on_device = row_on_device(c, r);
-    if (on_device && c->dev_multi && rt_engine_use_row(c->e, r, err))
+    if (on_device && c->dev_multi && rt_engine_use_row(c->e, rt_api_engine_row(c, r), err))
         return rt_api_ctx_fail(c, TERNION_E_STATE, "%s", err);
     int k = s->k > nv ? nv : s->k;
     if (s->fn) {

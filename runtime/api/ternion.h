@@ -391,8 +391,9 @@ TERNION_API bool ternion_context_is_cpu(const ternion_context *ctx);
  * Rules: the tokens of one sequence keep their order and have consecutive positions p,
  * p+1, ...; p may be at most the sequence's length (ternion_kv_seq_len): the cells from p
  * on are replaced. Sequences may be interleaved. All rows may ask for logits (perplexity).
- * Today the sequences of a batch run one after another inside the library; the API is the
- * same when the engine processes several sequences in one step. */
+ * On the CPU backend a batch runs as one step, whatever its sequences (every weight read once
+ * for all rows); on Vulkan a batch of one token per sequence does, and other batches run one
+ * sequence after another. */
 typedef struct {
     int32_t n_tokens;
     const int32_t *token;

@@ -563,6 +563,31 @@ int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const in
     return 0;
 }
 
+int cpu_engine_decode_batch(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                            const int32_t *keep, int n_keep, char *err)
+{
+    if (n < 1 || n > e->n_batch || n_keep < 1 || n_keep > CPU_MAX_ROWS || n_keep > n) {
+        snprintf(err, RT_ERR_LEN, "decode batch: %d rows (1..%d), %d with logits (1..%d)", n, e->n_batch, n_keep,
+                 CPU_MAX_ROWS);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (seq[i] < 0 || seq[i] >= e->n_seq || pos[i] < 0 || pos[i] >= e->n_ctx) {
+            snprintf(err, RT_ERR_LEN, "decode batch: row %d: sequence %d / position %d out of range", i, seq[i], pos[i]);
+            return -1;
+        }
+    for (int k = 0; k < n_keep; k++)
+        if (keep[k] < 0 || keep[k] >= n) {
+            snprintf(err, RT_ERR_LEN, "decode batch: logits of row %d of %d", keep[k], n);
+            return -1;
+        }
+    if (step(e, tokens, pos, seq, n, keep, n_keep, e->logits, err))
+        return -1;
+    e->n_logit_rows = n_keep;
+    e->cur_row = n_keep - 1;
+    return 0;
+}
+
 int cpu_engine_use_row(cpu_engine *e, int row, char *err)
 {
     if (row < 0 || row >= e->n_logit_rows) {

@@ -66,6 +66,12 @@ int cpu_engine_hidden_seqs(cpu_engine *e, const int32_t *tokens, const int32_t *
  * Row i's logits are kept (cpu_engine_use_row). */
 int cpu_engine_decode_rows(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                            char *err);
+/* n rows (<= n_batch) of one or more sequences in one step, row i: tokens[i] at pos[i] of
+ * seq[i]; a sequence's rows in order at consecutive positions (a prompt's chunk, or one decode
+ * token), each attending to its own sequence's cache up to its position. The logits of rows
+ * keep[0..n_keep) (n_keep <= CPU_MAX_ROWS), kept as rows 0..n_keep-1 for cpu_engine_use_row. */
+int cpu_engine_decode_batch(cpu_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                            const int32_t *keep, int n_keep, char *err);
 int cpu_engine_use_row(cpu_engine *e, int row, char *err);
 int cpu_engine_logits_last(cpu_engine *e, float *out, char *err);
 int cpu_engine_argmax(cpu_engine *e, int32_t *out_id, char *err);

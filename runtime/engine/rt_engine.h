@@ -161,6 +161,15 @@ int rt_engine_hidden_seqs(rt_engine *e, const int32_t *tokens, const int32_t *le
 #define RT_ENGINE_MAX_ROWS 64
 int rt_engine_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
                           char *err);
+/* One step of n rows (1..n_batch) of one or more sequences, row i: tokens[i] at pos[i] of
+ * seq[i], a sequence's rows in order at consecutive positions (prompt chunks of several
+ * sequences, decode tokens beside them): every weight read once for all rows, each row
+ * attending to its own sequence's cache up to its position. The logits of rows keep[0..n_keep)
+ * (1..RT_ENGINE_MAX_ROWS) become LOGITS rows 0..n_keep-1 (rt_engine_use_row). 0, -1 + err, or 1
+ * where the backend has no such step (Vulkan: its multi-row stream takes one row per sequence):
+ * the caller then runs the sequences one after another. */
+int rt_engine_decode_batch(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                           const int32_t *keep, int n_keep, char *err);
 int rt_engine_use_row(rt_engine *e, int row, char *err);
 
 /* After eval: greedy id of the last position (GPU argmax, 4 bytes read back). */

@@ -31,6 +31,10 @@
     X(int, decode_rows, \
       (rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq, char *err), \
       (e, n, tokens, pos, seq, err)) \
+    X(int, decode_batch, \
+      (rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq, const int32_t *keep, \
+       int n_keep, char *err), \
+      (e, n, tokens, pos, seq, keep, n_keep, err)) \
     X(int, use_row, (rt_engine *e, int row, char *err), (e, row, err)) \
     X(int, greedy_chain, (rt_engine *e, int32_t token, int pos, int n, int32_t *out_ids, char *err), \
       (e, token, pos, n, out_ids, err)) \

@@ -234,6 +234,13 @@ int rt_eng_cpu_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int
         return -1;
     return cpu_engine_decode_rows(e->cpu, n, tokens, pos, seq, err);
 }
+int rt_eng_cpu_decode_batch(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                            const int32_t *keep, int n_keep, char *err)
+{
+    if (n > 0 && rt_eng_whole_step(e, n, pos, n, err))
+        return -1;
+    return cpu_engine_decode_batch(e->cpu, n, tokens, pos, seq, keep, n_keep, err);
+}
 int rt_eng_cpu_use_row(rt_engine *e, int row, char *err) { return cpu_engine_use_row(e->cpu, row, err); }
 int rt_eng_cpu_argmax(rt_engine *e, int32_t *out_id, char *err) { return cpu_engine_argmax(e->cpu, out_id, err); }
 int rt_eng_cpu_topk(rt_engine *e, int k, int32_t *out_ids, float *out_logits, char *err)

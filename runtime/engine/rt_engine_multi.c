@@ -234,6 +234,15 @@ int rt_eng_vk_decode_rows(rt_engine *e, int n, const int32_t *tokens, const int3
     return 0;
 }
 
+/* The multi-row stream above binds one KV row per sequence and runs no causal mask between
+ * rows: a batch with several rows of one sequence runs sequence by sequence (the caller's). */
+int rt_eng_vk_decode_batch(rt_engine *e, int n, const int32_t *tokens, const int32_t *pos, const int32_t *seq,
+                           const int32_t *keep, int n_keep, char *err)
+{
+    (void)e, (void)n, (void)tokens, (void)pos, (void)seq, (void)keep, (void)n_keep, (void)err;
+    return 1;
+}
+
 int rt_eng_vk_use_row(rt_engine *e, int row, char *err)
 {
     if (row < 0 || row >= e->multi_rows) {
