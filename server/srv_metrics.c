@@ -73,8 +73,13 @@ char *srv_metrics_text(const srv_stats *st, const srv_http_count *counts, int n_
            (double)st->generated_tokens);
     metric(&b, "decode_steps_total", "counter", "Decode steps (each runs every active slot once).",
            (double)st->decode_steps);
-    metric(&b, "prompt_seconds_total", "counter", "Time spent evaluating prompts.", st->prompt_seconds);
-    metric(&b, "decode_seconds_total", "counter", "Time spent in decode steps.", st->decode_seconds);
+    metric(&b, "mixed_steps_total", "counter",
+           "Decode steps that also evaluated prompt rows (CPU backend: a request's prompt beside the others' tokens).",
+           (double)st->mixed_steps);
+    metric(&b, "prompt_seconds_total", "counter", "Time spent evaluating prompts (in steps without decode rows).",
+           st->prompt_seconds);
+    metric(&b, "decode_seconds_total", "counter", "Time spent in decode steps (mixed steps included).",
+           st->decode_seconds);
     metric(&b, "generated_tokens_per_second", "gauge", "Generated tokens per second of decode time (all slots).",
            st->decode_seconds > 0 ? (double)st->generated_tokens / st->decode_seconds : 0);
     metric(&b, "prompt_tokens_per_second", "gauge", "Evaluated prompt tokens per second of prompt time.",

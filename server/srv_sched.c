@@ -453,13 +453,75 @@ static void prompt_chunk(srv_sched *s, slot *sl, int seq)
     prompt_end(s, sl, -1);
 }
 
-/* The next chunk of every prompting slot in one step (m->prompt_rows: requests admitted
- * together share every weight read), at most n_batch rows; each slot's rows as prompt_chunk
- * would run them, a chunk that ends its prompt keeping its last row's logits. */
-static void prompt_batch(srv_sched *s)
+/* The pending token of every started slot as rows[0..n) (row_slot: each row's slot). */
+static int pending_rows(srv_sched *s, srv_row *rows)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job || !sl->started)
+            continue;
+        rows[n] = (srv_row){.token = sl->pending, .pos = sl->n_cache, .seq = i};
+        s->row_slot[n++] = i;
+    }
+    return n;
+}
+
+/* After a step whose rows 0..n-1 were pending_rows' (rc: the step's result): each slot's
+ * next token, from its row's logits; the step's figures (its time from t0). */
+static void decoded(srv_sched *s, int n, int rc, const char *err, double t0)
+{
+    for (int r = 0; r < n; r++) {
+        slot *sl = &s->slots[s->row_slot[r]];
+        if (rc) {
+            fail(s, sl, 500, err);
+            continue;
+        }
+        sl->cache[sl->n_cache++] = sl->pending;
+        int32_t id;
+        char e[SRV_ERR_LEN] = "";
+        if (s->m->choose(s->m->ctx, sl->smp, r, &id, e)) {
+            fail(s, sl, 500, e);
+            continue;
+        }
+        take_token(s, sl, id, r);
+    }
+    if (rc || !n)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->st.decode_steps++;
+    s->st.decode_rows += (uint64_t)n;
+    s->st.generated_tokens += (uint64_t)n;
+    s->st.decode_seconds += now_s() - t0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* One decode step: the pending token of every started slot, all in one model step. */
+static void decode_step(srv_sched *s)
+{
+    const int n = pending_rows(s, s->rows);
+    if (!n)
+        return;
+    char err[SRV_ERR_LEN] = "";
+    double t0 = now_s();
+    const int rc = s->m->step(s->m->ctx, s->rows, n, err);
+    decoded(s, n, rc, err, t0);
+}
+
+/* With m->prompt_rows (the CPU backend): the pending token of every started slot and the next
+ * chunk of every prompting slot in one step, as llama-server's batches mix them, so requests
+ * admitted at different moments share every weight read instead of running behind one
+ * another. The decode rows come first; the prompt rows fill the step up to n_batch, each
+ * slot's as prompt_chunk would run them, a chunk that ends its prompt keeping its last row's
+ * logits. A step with decode rows counts as a decode step (its time too), one without as
+ * prompt time. */
+static void batch_step(srv_sched *s)
 {
     srv_model *m = s->m;
-    int n = 0, n_in = 0;
+    const int nd = pending_rows(s, s->prows);
+    int n = nd, n_in = 0;
+    for (int r = 0; r < nd; r++)
+        s->pkeep[r] = true;
     for (int i = 0; i < s->n_slots && n < m->n_batch; i++) {
         slot *sl = &s->slots[i];
         if (!sl->job || !sl->prompting)
@@ -484,10 +546,18 @@ static void prompt_batch(srv_sched *s)
     char err[SRV_ERR_LEN] = "";
     double t0 = now_s();
     const int rc = m->prompt_rows(m->ctx, s->prows, n, s->pkeep, err);
-    pthread_mutex_lock(&s->mu);
-    s->st.prompt_seconds += now_s() - t0;
-    pthread_mutex_unlock(&s->mu);
-    for (int q = 0, row = 0; q < n_in; row += s->pk[q++]) {
+    if (!nd) {
+        pthread_mutex_lock(&s->mu);
+        s->st.prompt_seconds += now_s() - t0;
+        pthread_mutex_unlock(&s->mu);
+    }
+    decoded(s, nd, rc, err, t0);
+    if (nd && n_in && !rc) {
+        pthread_mutex_lock(&s->mu);
+        s->st.mixed_steps++;
+        pthread_mutex_unlock(&s->mu);
+    }
+    for (int q = 0, row = nd; q < n_in; row += s->pk[q++]) {
         slot *sl = &s->slots[s->pslot[q]];
         if (rc) {
             fail(s, sl, 500, err);
@@ -497,45 +567,6 @@ static void prompt_batch(srv_sched *s)
         sl->n_cache += s->pk[q];
         prompt_end(s, sl, row + s->pk[q] - 1);
     }
-}
-
-/* One decode step: the pending token of every started slot, all in one model step. */
-static void decode_step(srv_sched *s)
-{
-    srv_model *m = s->m;
-    int n = 0;
-    for (int i = 0; i < s->n_slots; i++) {
-        slot *sl = &s->slots[i];
-        if (!sl->job || !sl->started)
-            continue;
-        s->rows[n] = (srv_row){.token = sl->pending, .pos = sl->n_cache, .seq = i};
-        s->row_slot[n++] = i;
-    }
-    if (!n)
-        return;
-    char err[SRV_ERR_LEN] = "";
-    double t0 = now_s();
-    if (m->step(m->ctx, s->rows, n, err)) {
-        for (int r = 0; r < n; r++)
-            fail(s, &s->slots[s->row_slot[r]], 500, err);
-        return;
-    }
-    for (int r = 0; r < n; r++) {
-        slot *sl = &s->slots[s->row_slot[r]];
-        sl->cache[sl->n_cache++] = sl->pending;
-        int32_t id;
-        if (m->choose(m->ctx, sl->smp, r, &id, err)) {
-            fail(s, sl, 500, err);
-            continue;
-        }
-        take_token(s, sl, id, r);
-    }
-    pthread_mutex_lock(&s->mu);
-    s->st.decode_steps++;
-    s->st.decode_rows += (uint64_t)n;
-    s->st.generated_tokens += (uint64_t)n;
-    s->st.decode_seconds += now_s() - t0;
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* The srv_sched_exec calls queued so far, each run with s->mu dropped (s->mu held). */
@@ -616,8 +647,9 @@ static void *loop(void *arg)
                 prompt_chunk(s, sl, i);
         }
         if (s->m->prompt_rows)
-            prompt_batch(s);
-        decode_step(s);
+            batch_step(s);
+        else
+            decode_step(s);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
@@ -639,8 +671,8 @@ int srv_sched_new(srv_model *m, int max_queue, int prompt_chunk, srv_sched **out
     s->rows = calloc((size_t)m->n_seq, sizeof(srv_row));
     s->row_slot = calloc((size_t)m->n_seq, sizeof(int));
     if (m->prompt_rows) {
-        s->prows = calloc((size_t)m->n_batch, sizeof(srv_row));
-        s->pkeep = calloc((size_t)m->n_batch, sizeof(bool));
+        s->prows = calloc((size_t)m->n_seq + (size_t)m->n_batch, sizeof(srv_row));
+        s->pkeep = calloc((size_t)m->n_seq + (size_t)m->n_batch, sizeof(bool));
         s->pslot = calloc((size_t)m->n_seq, sizeof(int));
         s->pk = calloc((size_t)m->n_seq, sizeof(int));
     }

@@ -28,7 +28,8 @@ typedef struct srv_job srv_job;
 /* Counters for /metrics (a snapshot). */
 typedef struct {
     uint64_t requests_ok, requests_failed, requests_cancelled;
-    uint64_t prompt_tokens, prompt_tokens_evaluated, generated_tokens, decode_steps, decode_rows;
+    uint64_t prompt_tokens, prompt_tokens_evaluated, generated_tokens, decode_steps, decode_rows,
+        mixed_steps;
     double prompt_seconds, decode_seconds;
     int slots_busy, slots_total, queue_len;
 } srv_stats;

@@ -85,7 +85,7 @@ struct srv_sched {
     int n_slots;
     srv_row *rows;
     int *row_slot;
-    srv_row *prows;    /* prompt_batch's step: [n_batch] rows, the rows keeping logits, and */
+    srv_row *prows;    /* batch_step's step: [n_slots + n_batch] rows, the rows keeping logits, and */
     bool *pkeep;
     int *pslot, *pk;   /* [n_slots]: the slots in it and each one's rows */
     srv_stats st;

@@ -207,9 +207,16 @@ static void test_concurrent_streams_cpu(void **state)
     (void)state;
     skip_if_absent();
     server s;
-    start(&s, (const char *const[]){"--parallel", "8", "--ctx-size", "128", "--device", "cpu", NULL});
+    start(&s, (const char *const[]){"--parallel", "8", "--ctx-size", "512", "--device", "cpu", NULL});
     char *o = node(&s, "concurrent", "8", "8", NULL, NULL);
     printf("CPU: 8 concurrent streams == each alone: %.300s\n", o);
+    free(o);
+    /* requests that arrive while another generates: their prompts go into its decode steps */
+    o = node(&s, "staggered", "6", "480", NULL, NULL);
+    printf("CPU: 5 streams started during a sixth == each alone: %.300s\n", o);
+    const char *m = strstr(o, "\"mixed_steps\":");
+    assert_non_null(m);
+    assert_true(atoi(m + strlen("\"mixed_steps\":")) >= 1);
     free(o);
     stop(&s);
 }

@@ -356,6 +356,15 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
     } else if (on_device && s->fast_greedy && !s->n_bias) {
         if (rt_engine_argmax(c->e, &id, err))
             return rt_api_ctx_fail(c, TERNION_E_DEVICE, "%s", err);
+    } else if (s->fast_greedy && s->n_bias) { /* the biased row's first largest logit: the chain's */
+        const float *row = NULL;          /* greedy pick, without a candidate per token */
+        int rc = chain_row(c, s, i, &row);
+        if (rc)
+            return rc;
+        id = 0;
+        for (int32_t v = 1; v < nv; v++)
+            if (row[v] > row[id])
+                id = v;
     } else if (s->whole_row || s->n_bias) {
         const float *row = NULL;
         int rc = chain_row(c, s, i, &row);

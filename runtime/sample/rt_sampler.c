@@ -146,6 +146,15 @@ static int cand_cmp(const void *a, const void *b)
  * pick over a 128k vocabulary (a logit bias sends every token through here). */
 static void first_k(rt_cand *c, size_t n, size_t k)
 {
+    if (k == 1 && n > 16) { /* greedy: one pass for the first, where quickselect moves the row about */
+        size_t b = 0;
+        for (size_t i = 1; i < n; i++)
+            if (cand_cmp(&c[i], &c[b]) < 0)
+                b = i;
+        const rt_cand t = c[0];
+        c[0] = c[b], c[b] = t;
+        return;
+    }
     size_t lo = 0, hi = n; /* the first k are c[0..hi) and include c[0..lo) */
     while (hi - lo > 16) {
         const size_t mid = lo + (hi - lo) / 2;

@@ -7,6 +7,8 @@
 //   completion PROMPT N [SEED T]  non-streamed completion (greedy unless T), its text and usage
 //   concurrent K N                K different streamed completions at once, then each alone:
 //                                 every concurrent text must equal its text alone
+//   staggered K N                 one stream of N tokens, then K - 1 more while it generates: every
+//                                 text equals its text alone; prints the mixed steps they took
 //   errors                        any model name served (the answer names the real one), prompt too
 //                                 long (400), bad values (400)
 //   disconnect                    a stream aborted after its first chunks frees its slot
@@ -37,12 +39,13 @@ const model = process.env.TERNION_MODEL;
 
 const { check, expectError } = checks(`client.mjs ${scenario}`);
 
-async function streamCompletion(prompt, n) {
-  const s = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true });
+async function streamCompletion(prompt, n, { onText, ...extra } = {}) {
+  const s = await client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true, ...extra });
   let text = '';
   let finish = null;
   for await (const c of s) {
     text += c.choices[0]?.text ?? '';
+    if (text && onText) onText();
     finish = c.choices[0]?.finish_reason ?? finish;
   }
   check(finish === 'stop' || finish === 'length', `finish_reason ${finish}`);
@@ -248,6 +251,32 @@ const scenarios = {
       check(together[i] === alone[i], `stream ${i} differs:\n  together: ${JSON.stringify(together[i])}\n  alone:    ${JSON.stringify(alone[i])}`);
     check(new Set(alone).size > 1, 'every prompt gave the same text: the check could not tell them apart');
     return { streams: together.length, texts: alone };
+  },
+  async staggered(k, n) {
+    // a first stream (ignore_eos, N tokens) starts alone; once its text arrives, K - 1 more
+    // start, so their prompts are evaluated while it generates - on the CPU backend in the
+    // steps that decode its tokens (mixed_steps_total grows). Every text must equal its text
+    // alone.
+    const prompts = Array.from({ length: Number(k) }, (_, i) => `Tale ${i}: in the beginning${' and'.repeat(i % 3)}`);
+    const before = await metric('mixed_steps_total');
+    let go;
+    const started = new Promise((r) => { go = r; });
+    const t0 = Date.now();
+    const lead = streamCompletion(prompts[0], Number(n), { ignore_eos: true, onText: go });
+    await started;
+    const t1 = Date.now();
+    const rest = await Promise.all(prompts.slice(1).map((p) => streamCompletion(p, 12)));
+    const t2 = Date.now();
+    const together = [await lead, ...rest];
+    const t3 = Date.now();
+    const mixed = (await metric('mixed_steps_total')) - before;
+    const alone = [await streamCompletion(prompts[0], Number(n), { ignore_eos: true })];
+    for (const p of prompts.slice(1)) alone.push(await streamCompletion(p, 12));
+    for (let i = 0; i < prompts.length; i++)
+      check(together[i] === alone[i], `stream ${i} differs:\n  together: ${JSON.stringify(together[i])}\n  alone:    ${JSON.stringify(alone[i])}`);
+    check(new Set(alone.slice(1)).size > 1, 'every prompt gave the same text: the check could not tell them apart');
+    return { streams: together.length, mixed_steps: mixed, first_text_ms: t1 - t0, rest_ms: t2 - t1, lead_ms: t3 - t0,
+      texts: alone.slice(1) };
   },
   async errors() {
     const msgs = [{ role: 'user', content: 'hi' }];
