@@ -518,7 +518,13 @@ static void decode_step(srv_sched *s)
 static void batch_step(srv_sched *s)
 {
     srv_model *m = s->m;
-    const int nd = pending_rows(s, s->prows);
+    int nd = pending_rows(s, s->prows), prompting = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        prompting += s->slots[i].job && s->slots[i].prompting;
+    if (nd >= m->n_batch && prompting) { /* no room beside them (-b <= the generating slots): */
+        decode_step(s);                   /* they go first, alone, so the prompts still advance */
+        nd = 0;
+    }
     int n = nd, n_in = 0;
     for (int r = 0; r < nd; r++)
         s->pkeep[r] = true;

@@ -217,6 +217,15 @@ static void test_concurrent_streams_cpu(void **state)
     const char *m = strstr(o, "\"mixed_steps\":");
     assert_non_null(m);
     assert_true(atoi(m + strlen("\"mixed_steps\":")) >= 1);
+    assert_non_null(strstr(o, "\"rest_first\":true"));
+    free(o);
+    stop(&s);
+    /* -b 1: no room for a prompt row beside a decode row; the decode rows go alone and the
+     * prompts still advance between them (the short streams end before the long one) */
+    start(&s, (const char *const[]){"--parallel", "4", "--ctx-size", "512", "-b", "1", "--device", "cpu", NULL});
+    o = node(&s, "staggered", "4", "300", NULL, NULL);
+    printf("CPU, -b 1: 3 streams started during a fourth == each alone: %.300s\n", o);
+    assert_non_null(strstr(o, "\"rest_first\":true"));
     free(o);
     stop(&s);
 }

@@ -8,7 +8,8 @@
 //   concurrent K N                K different streamed completions at once, then each alone:
 //                                 every concurrent text must equal its text alone
 //   staggered K N                 one stream of N tokens, then K - 1 more while it generates: every
-//                                 text equals its text alone; prints the mixed steps they took
+//                                 text equals its text alone; prints the mixed steps they took and
+//                                 whether the K - 1 ended before the first
 //   errors                        any model name served (the answer names the real one), prompt too
 //                                 long (400), bad values (400)
 //   disconnect                    a stream aborted after its first chunks frees its slot
@@ -265,7 +266,10 @@ const scenarios = {
     const lead = streamCompletion(prompts[0], Number(n), { ignore_eos: true, onText: go });
     await started;
     const t1 = Date.now();
+    let leadDone = false;
+    lead.then(() => { leadDone = true; }, () => {});
     const rest = await Promise.all(prompts.slice(1).map((p) => streamCompletion(p, 12)));
+    const restFirst = !leadDone; // the short streams ended while the long one still ran
     const t2 = Date.now();
     const together = [await lead, ...rest];
     const t3 = Date.now();
@@ -275,7 +279,7 @@ const scenarios = {
     for (let i = 0; i < prompts.length; i++)
       check(together[i] === alone[i], `stream ${i} differs:\n  together: ${JSON.stringify(together[i])}\n  alone:    ${JSON.stringify(alone[i])}`);
     check(new Set(alone.slice(1)).size > 1, 'every prompt gave the same text: the check could not tell them apart');
-    return { streams: together.length, mixed_steps: mixed, first_text_ms: t1 - t0, rest_ms: t2 - t1, lead_ms: t3 - t0,
+    return { streams: together.length, mixed_steps: mixed, rest_first: restFirst, first_text_ms: t1 - t0, rest_ms: t2 - t1, lead_ms: t3 - t0,
       texts: alone.slice(1) };
   },
   async errors() {
