@@ -431,6 +431,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn *cn)
     return streamed ? start_stream(h, c, cn->ep, a) : wait_answer(h, c, cn->ep, a);
 fail:
     free(ids);
+    if (req.compiled && h->m->grammar_free) /* compiled above, refused after (the budget check) */
+        h->m->grammar_free(h->m->ctx, req.compiled);
     srv_req_free(&req);
     return respond_error(h, c, cn->ep, &e);
 }

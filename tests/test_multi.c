@@ -181,7 +181,7 @@ static void test_batch_cpu(void **state)
         if (rt_engine_set_seq(e, s, err) || rt_engine_eval(e, toks[s], len[s], 0, ref[s], err)) fail_msg("%s", err);
     }
     /* together: the rows dealt round-robin; kept: each sequence's last row and sequence 3's 4th */
-    int32_t tok[48], pos[48], seq[48], keep[8], ks[8], kp[8];
+    int32_t tok[49] = {0}, pos[49] = {0}, seq[49] = {0}, keep[8], ks[8], kp[8]; /* 49: the last check's rows */
     int n = 0, nk = 0, at[NSEQ] = {0};
     for (int more = 1; more;) {
         more = 0;
