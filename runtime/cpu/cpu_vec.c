@@ -286,7 +286,12 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void hsum8_x8(const __m256 v[8], float 
 
 /* Keys j .. j + 15 asked for into L2 (prefetcht1): 2 n bytes of every `stride`, a pattern the
  * hardware's prefetchers follow late; into L2's larger miss queue rather than L1's, one thread
- * read a 4,007-key cache at 4.8 GB/s against 3.5 (docs/performance.md's Xeon VM) */
+ * read a 4,007-key cache at 4.8 GB/s against 3.5 (docs/performance.md's Xeon VM). The keys' and
+ * the values' loops ask KEYS_AHEAD keys ahead. They had asked 32 and 16 ahead, a few hundred ns
+ * of work: too close on the AMD EPYC VM, where a 2B4T decode step's attention over 4,000
+ * positions went from 16.0-20.0 to 14.4-18.6 ms at 64 (6 of 6 alternated pairs faster); 128 was
+ * no better. */
+#define KEYS_AHEAD 64
 static inline void keys_ahead(const uint16_t *h, size_t stride, int n, int j, int m)
 {
     for (int g = 0; g < 16 && j + g < m; g++)
@@ -304,7 +309,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void dot_f16_keys_avx512(const uint16
     const int body = n / 16 * 16;
     for (int j0 = 0; j0 < m; j0 += 16) {
         const int G = m - j0 < 16 ? m - j0 : 16;
-        keys_ahead(h, stride, n, j0 + 32, m);
+        keys_ahead(h, stride, n, j0 + KEYS_AHEAD, m);
         __m512 v[4][16];
         for (int g = 0; g < 16; g++) {
             __m512 s0[4], s1[4];
@@ -405,7 +410,7 @@ CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t strid
 {
     for (int j0 = 0; j0 < m; j0 += 8) {
         if (j0 % 16 == 0)
-            keys_ahead(h, stride, n, j0 + 32, m);
+            keys_ahead(h, stride, n, j0 + KEYS_AHEAD, m);
         for (int q = 0; q < nq; q++)
             dot_f16_group_avx2(h, stride, xq + q * xs, n, j0, m - j0 < 8 ? m - j0 : 8, yq + q * ys);
     }
@@ -427,8 +432,8 @@ CPU_TARGET_AVX2 static void dot_f16_strided_avx2(const uint16_t *h, size_t strid
                 const VEC va = SET1(a[j]);                                                          \
                 const uint16_t *hk = h + (size_t)j * stride + i0;                                   \
                 if (qi == 0) { /* 16 keys ahead, as keys_ahead */                                   \
-                    __builtin_prefetch(hk + 16 * stride, 0, 2);                                     \
-                    __builtin_prefetch(hk + 16 * stride + 32, 0, 2);                                \
+                    __builtin_prefetch(hk + KEYS_AHEAD * stride, 0, 2);                             \
+                    __builtin_prefetch(hk + KEYS_AHEAD * stride + 32, 0, 2);                        \
                 }                                                                                   \
                 for (int c = 0; c < nv; c++)                                                        \
                     acc[c] = FMA(va, CVT(hk + c * LANES), acc[c]);                                  \
@@ -466,8 +471,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float
             acc[q][c] = _mm512_loadu_ps(yq + q * ys + i0 + 16 * c);
     for (int j = 0; j < m; j++) {
         const uint16_t *hk = h + (size_t)j * stride + i0;
-        __builtin_prefetch(hk + 16 * stride, 0, 2); /* 16 keys ahead, as keys_ahead */
-        __builtin_prefetch(hk + 16 * stride + 32, 0, 2);
+        __builtin_prefetch(hk + KEYS_AHEAD * stride, 0, 2); /* as the keys' loop */
+        __builtin_prefetch(hk + KEYS_AHEAD * stride + 32, 0, 2);
         __m512 w[4];
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++)
