@@ -84,10 +84,10 @@ struct srv_model {
     /* Evaluate ids[0..n) of sequence seq at positions pos..; the last position's logits
      * are row -1 for choose(). */
     int (*prompt)(void *ctx, int seq, const int32_t *ids, int n, int pos, char *err);
-    /* Prompt chunks of several sequences in one step: rows[0..n) (n <= n_batch), a sequence's
-     * rows in order at consecutive positions; row i's logits for choose(i) where keep[i] (a
-     * chunk that ends its prompt). NULL hook: prompt() per sequence (the backend would run
-     * them one after another anyway: Vulkan's). */
+    /* Rows of several sequences in one step: rows[0..n) (n <= n_batch, or a decode row per
+     * generating slot), a sequence's rows in order at consecutive positions (a decode token or
+     * a prompt chunk); row i's logits for choose(i) where keep[i]. NULL hook: prompt() per
+     * sequence between step()s (the backend would run them one after another anyway: Vulkan's). */
     int n_batch;
     int (*prompt_rows)(void *ctx, const srv_row *rows, int n, const bool *keep, char *err);
     /* One decode step over rows[0..n) (one per sequence); row i's logits for choose(i). */

@@ -186,31 +186,29 @@ static int t_prompt(void *ctx, int seq, const int32_t *ids, int n, int pos, char
     return rc ? fail(err, "prompt") : 0;
 }
 
-static int t_step(void *ctx, const srv_row *rows, int n, char *err)
+/* rows[0..n) in one ternion_decode, the logits of row i kept where keep[i] (keep NULL: all) */
+static int decode_rows(tmodel *t, const srv_row *rows, int n, const bool *keep, const char *what, char *err)
 {
-    tmodel *t = ctx;
     for (int i = 0; i < n; i++) {
         t->tok[i] = rows[i].token;
         t->pos[i] = rows[i].pos;
         t->seq[i] = rows[i].seq;
-        t->want[i] = 1;
+        t->want[i] = !keep || keep[i];
     }
     ternion_batch b = {.n_tokens = n, .token = t->tok, .pos = t->pos, .seq_id = t->seq, .logits = t->want};
-    return ternion_decode(t->ctx, &b) ? fail(err, "decode") : 0;
+    return ternion_decode(t->ctx, &b) ? fail(err, what) : 0;
 }
 
-/* Prompt chunks of several slots in one ternion_decode (one step on the CPU backend). */
+static int t_step(void *ctx, const srv_row *rows, int n, char *err)
+{
+    return decode_rows(ctx, rows, n, NULL, "decode", err);
+}
+
+/* Decode rows and prompt chunks of several slots in one ternion_decode (one step on the CPU
+ * backend). */
 static int t_prompt_rows(void *ctx, const srv_row *rows, int n, const bool *keep, char *err)
 {
-    tmodel *t = ctx;
-    for (int i = 0; i < n; i++) {
-        t->tok[i] = rows[i].token;
-        t->pos[i] = rows[i].pos;
-        t->seq[i] = rows[i].seq;
-        t->want[i] = keep[i];
-    }
-    ternion_batch b = {.n_tokens = n, .token = t->tok, .pos = t->pos, .seq_id = t->seq, .logits = t->want};
-    return ternion_decode(t->ctx, &b) ? fail(err, "prompt") : 0;
+    return decode_rows(ctx, rows, n, keep, "prompt", err);
 }
 
 /* A request's sampler, with the end-of-generation rule of ignore_eos / min_tokens: the end
@@ -415,7 +413,8 @@ int srv_model_ternion_open(const srv_ternion_opts *o, srv_model *out, char *err)
         .tokenize = t_tokenize, .chat = t_chat, .piece = t_piece, .is_eog = t_is_eog, .seq_keep = t_seq_keep,
         .seq_copy = t_seq_copy,
         .prompt = t_prompt, .step = t_step, .n_batch = n_batch,
-        .prompt_rows = ternion_context_is_cpu(t->ctx) ? t_prompt_rows : NULL, .sampler_new = t_sampler_new, .sampler_free = t_sampler_free,
+        .prompt_rows = ternion_context_is_cpu(t->ctx) ? t_prompt_rows : NULL, .sampler_new = t_sampler_new,
+        .sampler_free = t_sampler_free,
         .sampler_accept = t_sampler_accept, .choose = t_choose, .grammar_new = t_grammar_new,
         .grammar_min_tokens = t_grammar_min_tokens,
         .grammar_free = t_grammar_free, .logprobs = t_logprobs, .n_embd = ternion_model_n_embd(t->model),

@@ -59,21 +59,30 @@ static int argmax(const float *v, int n)
     return b;
 }
 
+/* bitnet-tiny's engine with o's backend and batch (its file, 64 positions and NSEQ sequences
+ * set here); skips where o asks for a Vulkan device and there is none */
+static rt_engine *open_tiny(gen_model *m, gen_desc *d, rt_engine_opts o)
+{
+    char err[RT_ERR_LEN] = "";
+    rt_engine *e;
+    if (gen_model_load("models/bitnet-tiny.yaml", m, err) || gen_desc_build(m, true, d, err))
+        fail_msg("%s", err);
+    o.model_path = GGUF, o.n_ctx = 64, o.n_seq = NSEQ;
+    if (rt_engine_open(&d->desc, &o, &e, err)) {
+        gen_desc_free(d);
+        if (strstr(err, "no Vulkan device")) skip();
+        fail_msg("%s", err);
+    }
+    return e;
+}
+
 static void test_rows_equal_single_steps(void **state)
 {
     (void)state;
     gen_model m;
     gen_desc d;
-    rt_engine *e;
     char err[RT_ERR_LEN] = "";
-    if (gen_model_load("models/bitnet-tiny.yaml", &m, err) || gen_desc_build(&m, true, &d, err))
-        fail_msg("%s", err);
-    rt_engine_opts o = {.model_path = GGUF, .device_index = -1, .n_ctx = 64, .n_batch = 32, .n_seq = NSEQ};
-    if (rt_engine_open(&d.desc, &o, &e, err)) {
-        gen_desc_free(&d);
-        if (strstr(err, "no Vulkan device")) skip();
-        fail_msg("%s", err);
-    }
+    rt_engine *e = open_tiny(&m, &d, (rt_engine_opts){.device_index = -1, .n_batch = 32});
     int V = rt_engine_vocab(e);
     /* prompts of different lengths: sequence s holds 3 + 2s tokens */
     int32_t pos[NSEQ], tok[NSEQ], seq[NSEQ] = {2, 0, 3, 1};
@@ -162,13 +171,8 @@ static void test_batch_cpu(void **state)
     (void)state;
     gen_model m;
     gen_desc d;
-    rt_engine *e;
     char err[RT_ERR_LEN] = "";
-    if (gen_model_load("models/bitnet-tiny.yaml", &m, err) || gen_desc_build(&m, true, &d, err))
-        fail_msg("%s", err);
-    rt_engine_opts o = {.model_path = GGUF, .device_index = -1, .n_ctx = 64, .n_batch = 48, .n_seq = NSEQ,
-                        .backend = RT_BACKEND_CPU, .n_threads = 2};
-    if (rt_engine_open(&d.desc, &o, &e, err)) fail_msg("%s", err);
+    rt_engine *e = open_tiny(&m, &d, (rt_engine_opts){.n_batch = 48, .backend = RT_BACKEND_CPU, .n_threads = 2});
     const int V = rt_engine_vocab(e);
     const int len[NSEQ] = {5, 11, 2, 17}; /* 35 rows */
     int32_t toks[NSEQ][24];
