@@ -45,6 +45,7 @@
 #include "cpu/cpu_ops.h"
 #include "cpu/cpu_tune.h"
 #include "cpu/cpu_r16.h"
+#include "cpu/cpu_stream.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_softmax.h"
 #include "cpu/cpu_vec.h"
@@ -1156,7 +1157,8 @@ static bool tuner_runs(void)
 
 /* Every candidate kernel of every tuned op gives the same bits: bitnet-kjv's prompt and decode
  * logits as tuned equal those with each op (ternary products, head, attention) forced to each
- * level (TERNION_CPU_KERNELS; the ternary products at the scalar level too), bit for bit,
+ * level (TERNION_CPU_KERNELS; the ternary products at the scalar level too) and the read-ahead
+ * forced to none and to L2 only, bit for bit,
  * whatever the timing chose; on a CPU with AMX, the AVX-512 level once with the prompt's tiles
  * (9 tokens) and once without (TERNION_CPU_AMX=0). */
 static void test_tuned_kernels(void **st)
@@ -1179,10 +1181,12 @@ static void test_tuned_kernels(void **st)
             continue;
         if (no_amx)
             setenv("TERNION_CPU_AMX", "0", 1);
-        char ks[96];
+        char ks[128];
         const char *n = cpu_isa_name((cpu_isa)l);
-        snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s" : "decode=%s,prompt=%s,head=%s,attention=%s", n,
-                 n, n, n);
+        /* the read-ahead requests too: none with AVX2, L2 only with AVX-512 */
+        const char *ahead = l == CPU_ISA_AVX2 ? ",readahead=off" : l == CPU_ISA_AVX512 ? ",readahead=l2" : "";
+        snprintf(ks, sizeof ks, l == CPU_ISA_SCALAR ? "decode=%s,prompt=%s%s" : "decode=%s,prompt=%s%s,head=%s,attention=%s",
+                 n, n, ahead, n, n);
         if (l >= 0)
             setenv("TERNION_CPU_KERNELS", ks, 1);
         rt_engine *e = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
@@ -1224,9 +1228,9 @@ static void test_tuned_kernels(void **st)
  * levels' times on every other pass of a level (the order changes each round: noisy); counts
  * the passes. */
 typedef struct {
-    double fake[CPU_OP_COUNT][CPU_ISA_COUNT];
+    double fake[CPU_OP_COUNT][CPU_TUNE_CANDS]; /* CPU_OP_AHEAD: by cpu_ahead */
     bool flip[CPU_OP_COUNT];
-    int calls, n[CPU_OP_COUNT][CPU_ISA_COUNT];
+    int calls, n[CPU_OP_COUNT][CPU_TUNE_CANDS];
 } fake_timer;
 
 static double fake_time(void *ud, int op, cpu_isa isa, double measured_ns)
@@ -1302,11 +1306,12 @@ static void test_tune_judge(void **st)
 }
 
 /* The times the fake timers below give: decode and head clearly faster at AVX2, the prompt at
- * AVX-512, attention tied (close: the flags' level). */
-#define FAKE_A {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2}, \
-                [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1}, \
-                [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},   \
-                [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4}}
+ * AVX-512, attention tied (close: the flags' level), the read-ahead fastest with L2 requests only. */
+#define FAKE_A {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 2},                               \
+                [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 2, [CPU_ISA_AVX512] = 1},                               \
+                [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 3},                                 \
+                [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 4, [CPU_ISA_AVX512] = 4},                                 \
+                [CPU_OP_AHEAD] = {[CPU_AHEAD_FAR] = 1, [CPU_AHEAD_BOTH] = 2}}
 #define PASSES(rounds) (2 * (1 + (rounds))) /* one op, 2 levels: the untimed round and the timed ones */
 
 /* The choice as the engine reports it for each way it can be made, through the fake timer: a
@@ -1333,8 +1338,10 @@ static void test_tune_pick(void **st)
     assert_non_null(strstr(v, "head=avx512/measured(avx2:0.970,avx512:1.000ms,3 rounds,spread 0.0%,close)"));
     /* 9 rounds alternating 4 and 1 ms: median 4, best 1, spread 300 % */
     assert_non_null(strstr(v, "attention=avx512/measured(avx2:1.000,avx512:1.000ms,9 rounds,spread 300.0%,noisy)"));
-    assert_int_equal(f.calls, 3 * PASSES(3) + PASSES(9));
-    assert_non_null(strstr(dev, "decode avx2, prompt avx512, head avx512 [close], attention avx512 [noisy]: measured"));
+    assert_non_null(strstr(v, "readahead=l2/measured(l2:1.000,l1+l2:2.000ms,3 rounds,spread 0.0%,stable)"));
+    assert_int_equal(f.calls, 3 * PASSES(3) + PASSES(9) + PASSES(3));
+    assert_non_null(strstr(dev, "decode avx2, prompt avx512, head avx512 [close], attention avx512 [noisy], readahead l2: "
+                                "measured"));
     f = (fake_timer){.fake = FAKE_A};
     f.fake[CPU_OP_HEAD][CPU_ISA_AVX512] = 0.97; /* close the other way: the flags' level wins by 3 % */
     assert_int_equal(tuned_open(&f, "Test CPU B", v, sizeof v), 2);
@@ -1344,18 +1351,26 @@ static void test_tune_pick(void **st)
     f.calls = 0; /* TERNION_CPU_ISA forces every op, TERNION_CPU_TUNE=0 keeps the flags': no pass */
     setenv("TERNION_CPU_ISA", "avx2", 1);
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
-    assert_string_equal(v, "decode=avx2/forced prompt=avx2/forced head=avx2/forced attention=avx2/forced");
+    assert_string_equal(v, "decode=avx2/forced prompt=avx2/forced head=avx2/forced attention=avx2/forced "
+                           "readahead=l1+l2/forced");
     unsetenv("TERNION_CPU_ISA");
     setenv("TERNION_CPU_TUNE", "0", 1);
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 0);
-    assert_string_equal(v, "decode=avx512/flags prompt=avx512/flags head=avx512/flags attention=avx512/flags");
+    assert_string_equal(v, "decode=avx512/flags prompt=avx512/flags head=avx512/flags attention=avx512/flags "
+                           "readahead=l1+l2/flags");
     unsetenv("TERNION_CPU_TUNE");
     setenv("TERNION_CPU_KERNELS", "head=avx2,decode=sse9", 1); /* one forced (no cache), one ignored */
     assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 2);
     assert_non_null(strstr(v, "head=avx2/forced"));
     assert_non_null(strstr(v, "decode=avx2/measured"));
     unsetenv("TERNION_CPU_KERNELS");
-    assert_int_equal(f.calls, 3 * PASSES(3));
+    assert_int_equal(f.calls, 3 * PASSES(3) + PASSES(3));
+    setenv("TERNION_CPU_KERNELS", "readahead=off", 1); /* the read-ahead forced, the levels measured */
+    assert_int_equal(tuned_open(&f, "Test CPU C", v, sizeof v), 2);
+    assert_non_null(strstr(v, "readahead=off/forced"));
+    assert_non_null(strstr(v, "decode=avx2/measured"));
+    unsetenv("TERNION_CPU_KERNELS");
+    assert_int_equal(f.calls, 3 * PASSES(3) + PASSES(3) + 4 * PASSES(3));
     char file[512];
     assert_int_equal(tune_files(&tc, file, sizeof file), 2); /* CPUs A and B; none for forced runs */
     tmp_cache_leave(&tc);
@@ -1391,11 +1406,13 @@ static void test_tune_cache(void **st)
                g = {.fake = {[CPU_OP_DECODE] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
                              [CPU_OP_PROMPT] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9},
                              [CPU_OP_HEAD] = {[CPU_ISA_AVX2] = 9, [CPU_ISA_AVX512] = 1},
-                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9}}};
+                             [CPU_OP_ATTN] = {[CPU_ISA_AVX2] = 1, [CPU_ISA_AVX512] = 9},
+                             [CPU_OP_AHEAD] = {[CPU_AHEAD_FAR] = 9, [CPU_AHEAD_BOTH] = 1}}};
     const char *first = "decode=avx2/measured(avx2:1.000,avx512:2.000ms,3 rounds,spread 0.0%,stable) "
                         "prompt=avx512/measured(avx2:2.000,avx512:1.000ms,3 rounds,spread 0.0%,stable) "
                         "head=avx2/measured(avx2:1.000,avx512:3.000ms,3 rounds,spread 0.0%,stable) "
-                        "attention=avx512/measured(avx2:4.000,avx512:4.000ms,3 rounds,spread 0.0%,close)";
+                        "attention=avx512/measured(avx2:4.000,avx512:4.000ms,3 rounds,spread 0.0%,close) "
+                        "readahead=l2/measured(l2:1.000,l1+l2:2.000ms,3 rounds,spread 0.0%,stable)";
     assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2);
     assert_string_equal(v, first);
     assert_int_equal(tune_files(&tc, file, sizeof file), 1);
@@ -1405,14 +1422,17 @@ static void test_tune_cache(void **st)
     const size_t glen = fread(good, 1, sizeof good - 1, fp);
     fclose(fp);
     assert_non_null(strstr(good, "\nattention avx512 avx2=4.000 avx512=4.000 spread=0.000 rounds=3 close\n"));
+    assert_non_null(strstr(good, "\nreadahead l2 l2=1.000 l1+l2=2.000 spread=0.000 rounds=3 stable\n"));
     char fa[512]; /* CPU A's file */
     snprintf(fa, sizeof fa, "%s", file);
-    assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 2); /* stored; 3 ops re-checked with g */
-    assert_int_equal(g.calls, 3 * PASSES(3));
+    assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 2); /* stored; 4 ops re-checked with g */
+    assert_int_equal(g.calls, 3 * PASSES(3) + PASSES(3));
     assert_string_equal(v, "decode=avx512/measured(avx2:9.000,avx512:1.000ms,3 rounds,spread 0.0%,noisy,rechecked) "
                            "prompt=avx512/cached(avx2:2.000,avx512:1.000ms,3 rounds,spread 0.0%,stable) "
                            "head=avx512/measured(avx2:9.000,avx512:1.000ms,3 rounds,spread 0.0%,noisy,rechecked) "
-                           "attention=avx512/measured(avx2:1.000,avx512:9.000ms,3 rounds,spread 0.0%,noisy,rechecked)");
+                           "attention=avx512/measured(avx2:1.000,avx512:9.000ms,3 rounds,spread 0.0%,noisy,rechecked) "
+                           "readahead=l1+l2/measured(l2:9.000,l1+l2:1.000ms,3 rounds,spread 0.0%,noisy,"
+                           "rechecked)");
     g.calls = 0;
     assert_int_equal(tuned_open(&g, "Test CPU A", v, sizeof v), 1); /* everything stored: g is not asked */
     assert_int_equal(g.calls, 0);
@@ -1420,7 +1440,7 @@ static void test_tune_cache(void **st)
     f.calls = 0; /* a re-check that agrees: the choice stays, rechecked */
     assert_int_equal(tuned_open(&f, "Test CPU D", v, sizeof v), 2);
     assert_int_equal(tuned_open(&f, "Test CPU D", v, sizeof v), 2);
-    assert_int_equal(f.calls, 4 * PASSES(3) + 3 * PASSES(3));
+    assert_int_equal(f.calls, 4 * PASSES(3) + PASSES(3) + 3 * PASSES(3) + PASSES(3));
     assert_non_null(strstr(v, "decode=avx2/measured(avx2:1.000,avx512:2.000ms,3 rounds,spread 0.0%,stable,rechecked)"));
     assert_non_null(strstr(v, "attention=avx512/measured(avx2:4.000,avx512:4.000ms,3 rounds,spread 0.0%,close,rechecked)"));
     assert_non_null(strstr(v, "prompt=avx512/cached"));
@@ -1435,6 +1455,11 @@ static void test_tune_cache(void **st)
         "ternion-cpu-tune 3\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=2.0 spread=0 rounds=3\n", /* verdict */
         "ternion-cpu-tune 3\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=2.0 spread=0 rounds=99 stable\n",
         "ternion-cpu-tune 3\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=2.0 spread=0 rounds=3 stable fast\n",
+        /* every line as measured, but the read-ahead names one that is not a candidate */
+        "ternion-cpu-tune 3\ncpu Test CPU A [avx512]\ndecode avx2 avx2=1.0 avx512=2.0 spread=0 rounds=3 stable\n"
+        "prompt avx512 avx2=2.0 avx512=1.0 spread=0 rounds=3 stable\nhead avx2 avx2=1.0 avx512=3.0 spread=0 rounds=3 "
+        "stable\nattention avx512 avx2=4.0 avx512=4.0 spread=0 rounds=3 close\nreadahead off l2=1.0 l1+l2=2.0 spread=0 "
+        "rounds=3 stable\n",
     };
     assert_int_equal(tune_files(&tc, file, sizeof file), 2);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -1442,7 +1467,7 @@ static void test_tune_cache(void **st)
         f.calls = 0;
         assert_int_equal(tuned_open(&f, "Test CPU A", v, sizeof v), 2); /* measured again */
         assert_string_equal(v, first);
-        assert_int_equal(f.calls, 4 * PASSES(3));
+        assert_int_equal(f.calls, 4 * PASSES(3) + PASSES(3));
         fp = fopen(fa, "r"); /* and the file written again: the fake times make it the same text */
         char now[1024] = "";
         assert_non_null(fp);
@@ -1453,7 +1478,7 @@ static void test_tune_cache(void **st)
     g.calls = 0; /* another CPU model string: measured (g's choice), a file of its own */
     assert_int_equal(tuned_open(&g, "Test CPU B", v, sizeof v), 2);
     assert_non_null(strstr(v, "decode=avx512/measured"));
-    assert_int_equal(g.calls, 4 * PASSES(3));
+    assert_int_equal(g.calls, 4 * PASSES(3) + PASSES(3));
     assert_int_equal(tune_files(&tc, file, sizeof file), 3);
     tmp_cache_leave(&tc);
 }

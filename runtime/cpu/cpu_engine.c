@@ -389,7 +389,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
         cpu_engine_tune_kernels(e);
     else
         for (int op = 0; op < CPU_OP_COUNT; op++)
-            e->pick[op] = (cpu_pick){.isa = e->isa, .how = CPU_PICK_FLAGS};
+            e->pick[op] = (cpu_pick){.isa = (cpu_isa)cpu_tune_flags_choice(op, e->isa), .how = CPU_PICK_FLAGS};
     *out_e = e;
     return 0;
 }
@@ -660,7 +660,7 @@ static void describe_picks(const cpu_engine *e, char *out, size_t n)
         if (e->pick[op].how != CPU_PICK_NONE) {
             same = same && (how < 0 || (int)e->pick[op].how == how);
             how = (int)e->pick[op].how;
-            any = any || e->pick[op].how != CPU_PICK_FLAGS || e->pick[op].isa != e->isa;
+            any = any || e->pick[op].how != CPU_PICK_FLAGS || (int)e->pick[op].isa != cpu_tune_flags_choice(op, e->isa);
         }
     out[0] = 0;
     for (int op = 0; any && op < CPU_OP_COUNT && len < (int)n; op++) {
@@ -668,7 +668,7 @@ static void describe_picks(const cpu_engine *e, char *out, size_t n)
         const bool timed = p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED;
         if (p->how != CPU_PICK_NONE)
             len += snprintf(out + len, n - len, "%s%s %s%s%s%s%s%s%s", len ? ", " : "; ", cpu_tune_op_name(op),
-                            cpu_isa_name(p->isa), same ? "" : " (", same ? "" : cpu_tune_how_name(p->how),
+                            cpu_tune_cand_name(op, p->isa), same ? "" : " (", same ? "" : cpu_tune_how_name(p->how),
                             same ? "" : ")", timed && p->quality != CPU_TUNE_STABLE ? " [" : "",
                             timed && p->quality != CPU_TUNE_STABLE ? cpu_tune_quality_name(p->quality) : "",
                             timed && p->quality != CPU_TUNE_STABLE ? "]" : "");
@@ -695,11 +695,11 @@ int cpu_engine_kernels(const cpu_engine *e, char *out, size_t n)
         const cpu_pick *p = &e->pick[op];
         if (p->how == CPU_PICK_NONE)
             continue;
-        len += snprintf(out + len, n - len, "%s%s=%s/%s", len ? " " : "", cpu_tune_op_name(op), cpu_isa_name(p->isa),
+        len += snprintf(out + len, n - len, "%s%s=%s/%s", len ? " " : "", cpu_tune_op_name(op), cpu_tune_cand_name(op, p->isa),
                         cpu_tune_how_name(p->how));
-        for (int l = 0, k = 0; l < CPU_ISA_COUNT && len < (int)n; l++)
+        for (int l = 0, k = 0; l < CPU_TUNE_CANDS && len < (int)n; l++)
             if (p->ms[l] > 0) /* the candidates' times: "(avx2:0.812,avx512:1.204ms)" */
-                len += snprintf(out + len, n - len, "%s%s:%.3f", k++ ? "," : "(", cpu_isa_name((cpu_isa)l), p->ms[l]);
+                len += snprintf(out + len, n - len, "%s%s:%.3f", k++ ? "," : "(", cpu_tune_cand_name(op, l), p->ms[l]);
         if ((p->how == CPU_PICK_MEASURED || p->how == CPU_PICK_CACHED) && len < (int)n) /* the guard's verdict */
             len += snprintf(out + len, n - len, "ms,%d rounds,spread %.1f%%,%s%s)", p->rounds, 100 * p->spread,
                             cpu_tune_quality_name(p->quality), p->rechecked ? ",rechecked" : "");

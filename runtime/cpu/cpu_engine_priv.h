@@ -149,7 +149,7 @@ void cpu_engine_tune_kernels(cpu_engine *e);
 
 /* The candidate levels of one op, in rising order (cpu_tune.c; 2 or more: it is timed). */
 typedef struct {
-    cpu_isa cand[CPU_ISA_COUNT];
+    cpu_isa cand[CPU_TUNE_CANDS]; /* CPU_OP_AHEAD: cpu_ahead values */
     int nc;
 } cpu_tune_cands;
 

@@ -22,6 +22,7 @@
 #include "cpu/cpu_engine_priv.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_stream.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
 
@@ -736,6 +737,7 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
     cpu_run r = {.e = e, .s = step, .isa_mm = e->pick[step->n > 1 ? CPU_OP_PROMPT : CPU_OP_DECODE].isa, .qvalue = -1,
                  .lin = {-1, -1, -1}, .err = err};
     r.amx = cpu_engine_amx_step(e, r.isa_mm, step->n);
+    cpu_stream_set((cpu_ahead)e->pick[CPU_OP_AHEAD].isa); /* this engine's read-ahead (cpu_stream.h) */
     if (e->xc)
         cpu_xcache_count_tokens(e->xc, step->n);
     step->ffn_sparse = false;

@@ -13,21 +13,46 @@
  * streaming 640 MB), and the 2B4T decode step from 10.2 to 11.3 tok/s at one thread and 18.2 to
  * 19.4 at two (medians of 5 alternated runs; 16 and 32 KiB alike). A prefetch never faults, so
  * asking past a matrix's end is harmless.
+ *
+ * Other machines want less. On the 2-core AMD EPYC VM (Zen 5) a plain sum of 1 GiB read 30 GB/s
+ * on one thread and 59 on two without requests, 26 and 50 with both; the requests into L1 cost
+ * most: the random 2B4T-shape file's decode step took 32.4 ms at 2 threads with both, 29.8
+ * with the L2 one alone and 29.2 with none; at 1 thread 52.1, 45.0 and 47.8 (medians of 5 and
+ * 3 alternated runs). So which requests the kernels make is a choice of the CPU tuner
+ * (cpu_tune.h's readahead op: L2 only or both; none only when forced, never ahead of L2 only
+ * there), measured on the model's weight streams like the kernels' levels; both, as measured
+ * on the Xeon, when nothing was measured. The choice is process-wide (the kernels read it with each request) and set by
+ * each engine at the start of its steps (cpu_stream_set).
  */
 #ifndef CPU_STREAM_H
 #define CPU_STREAM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #define CPU_STREAM_AHEAD 4096
 #define CPU_STREAM_FAR 16384
 
+/* The requests the kernels make (the tuner's readahead candidates, in its order: the last is
+ * the default). Bit 0: the L1 request, bit 1: the L2 one. */
+typedef enum {
+    CPU_AHEAD_NONE = 0,    /* "off": the hardware's prefetchers alone */
+    CPU_AHEAD_FAR = 2,     /* "l2": CPU_STREAM_FAR ahead into L2 only */
+    CPU_AHEAD_BOTH = 3,    /* "l1+l2": both (the default) */
+} cpu_ahead;
+
+extern _Atomic int cpu_stream_mode; /* a cpu_ahead (cpu_walk.c) */
+static inline void cpu_stream_set(cpu_ahead a) { atomic_store_explicit(&cpu_stream_mode, (int)a, memory_order_relaxed); }
+
 /* A kernel reading one row at a time: the line CPU_STREAM_AHEAD bytes past p into L1, and the
- * one CPU_STREAM_FAR bytes past it into L2. */
+ * one CPU_STREAM_FAR bytes past it into L2 (those of them cpu_stream_mode asks for). */
 static inline void cpu_stream_ahead(const void *p)
 {
-    __builtin_prefetch((const char *)p + CPU_STREAM_AHEAD, 0, 3);
-    __builtin_prefetch((const char *)p + CPU_STREAM_FAR, 0, 1);
+    const int m = atomic_load_explicit(&cpu_stream_mode, memory_order_relaxed);
+    if (m & 1)
+        __builtin_prefetch((const char *)p + CPU_STREAM_AHEAD, 0, 3);
+    if (m & 2)
+        __builtin_prefetch((const char *)p + CPU_STREAM_FAR, 0, 1);
 }
 
 /* A kernel reading a tile of `rows` consecutive rows of row_bytes side by side, at offset `at`

@@ -2,8 +2,8 @@
  *
  * Owns: which instruction-set level runs each op with more than one kernel (cpu_tune.h: the
  * ternary products of one-token steps and of prompts, the LM head over a float table or as
- * K-quant rows, attention), the
- * measurement, and the variables that skip it. The fastest kernel depends on the
+ * K-quant rows, attention), which requests the kernels make ahead of their weight streams
+ * (cpu_stream.h), the measurement, and the variables that skip it. The fastest kernel depends on the
  * microarchitecture, not only on what the CPU advertises: an AMD Zen 4 executes 512-bit
  * operations as two 256-bit halves, and there the AVX2 kernels stream a decode step's weights
  * faster than the AVX-512 ones, while prompts go the other way (docs/performance.md; on a Zen 5
@@ -21,7 +21,9 @@
  * cpu_tune_pick.c decides: a level other than the flags' must beat it by more than 5 % and
  * more than the measurement's spread. A stored choice that was close, noisy or left the
  * flags' level is measured once more on the next run (two that disagree: the flags' level).
- * Every candidate computes the same bits (integer
+ * The read-ahead is timed last, with the levels chosen: L2 requests alone against L1 and L2
+ * (the default), over whole layers' ternary and block-quantized matrices of at least
+ * TUNE_AHEAD_BYTES, then a head pass. Every candidate computes the same bits (integer
  * sums; float dots in one lane order at AVX2 and AVX-512, cpu_vec.h; test_cpu), so the choice
  * changes the speed, never the results. It is kept per CPU model, model and threads in the
  * cache folder (cpu_tune_cache.c).
@@ -40,9 +42,12 @@
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_mem.h"
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_stream.h"
 
 #define TUNE_PROMPT_N 32             /* tokens of the prompt measurement (at most n_batch) */
 #define TUNE_STREAM_BYTES (16 << 20) /* a one-token pass: whole layers, at least this many bytes */
+#define TUNE_AHEAD_BYTES (64 << 20)  /* a read-ahead pass: whole layers' matrices, at least this many bytes
+                                      * (16 MiB passes moved by 13-18 % on the AMD EPYC VM) */
 #define TUNE_PROMPT_MACS (8 << 20)   /* a prompt pass: rows of each matrix up to this many products */
 #define TUNE_HEAD_BYTES (16 << 20)   /* a head pass: rows of the table up to this many bytes */
 #define TUNE_ATTN_KV 1024            /* an attention pass: cache rows per head (at most n_ctx) */
@@ -56,6 +61,7 @@ void cpu_tune_set_hooks(const cpu_tune_hooks *h) { hooks = h ? *h : (cpu_tune_ho
 typedef struct {
     int n_prompt;        /* tokens of a prompt pass */
     int dec_layers;      /* layers of a one-token pass */
+    int ahead_layers;    /* layers of a read-ahead pass (its ternary and block-quantized matrices) */
     const cpu_weight *head;
     const cpu_codec *head_codec;
     int64_t head_rows;   /* rows of a head pass */
@@ -73,6 +79,7 @@ typedef struct {
     const float *a_q;
     const cpu_codec *codec;
     const cpu_weight *w;
+    bool qdot;        /* w: a block-quantized linear over the engine's Q8_0 codes (cpu_qdot.h) */
     const cpu_qact *a;
     int64_t r0, rows;
     float *y;
@@ -86,7 +93,9 @@ static void tune_main(void *arg, int ith, int nth)
     if (lo >= hi)
         return;
     const rt_cpu_schedule *c = j->e->cs;
-    if (j->kv)
+    if (j->qdot)
+        cpu_qdot_rows(j->e->isa, j->w, lo, hi, j->e->lin_q, j->e->lin_qd, 1, j->y, j->rows);
+    else if (j->kv)
         cpu_attention(j->isa, j->a_q, j->kv, (int)j->r0, (int)c->n_heads, (int)c->n_kv_heads, (int)c->head_dim,
                       (int)lo, (int)hi, cpu_engine_scratch(j->e, ith), j->y);
     else if (j->head && cpu_kq_has(j->w->type)) /* over the Q8_K codes of head_x (make_plan) */
@@ -131,6 +140,27 @@ static void ternary_layer(cpu_engine *e, cpu_isa isa, int L, int n, int64_t max_
     }
 }
 
+/* Whether op i is a linear of block-quantized rows over Q8_0 codes (cpu_forward.c's
+ * linear_qdot_body). */
+static bool qdot_linear(const cpu_engine *e, int i)
+{
+    return e->ops[i].op->kind == RT_CPU_LINEAR && e->ops[i].tensor >= 0 &&
+           cpu_qdot_has(cpu_w(e, e->ops[i].tensor, 0)->type);
+}
+
+/* The weight streams of layer L in a one-token step: the ternary products at the decode level,
+ * then the block-quantized linears. */
+static void stream_layer(cpu_engine *e, int L, float *y)
+{
+    ternary_layer(e, e->pick[CPU_OP_DECODE].isa, L, 1, 0, y);
+    for (int i = 0; i < e->n_ops; i++)
+        if (qdot_linear(e, i)) {
+            const cpu_weight *w = cpu_w(e, e->ops[i].tensor, L);
+            tune_job j = {.e = e, .w = w, .qdot = true, .rows = w->ne1, .y = y};
+            cpu_pool_run(e->pool, tune_main, &j, e->n_threads);
+        }
+}
+
 /* Pass k of op at level isa: the slice k of its work (tune_plan). */
 static void run_pass(cpu_engine *e, int op, cpu_isa isa, int k, const tune_plan *p)
 {
@@ -148,6 +178,14 @@ static void run_pass(cpu_engine *e, int op, cpu_isa isa, int k, const tune_plan 
                           .y = p->attn_out};
             cpu_pool_run(e->pool, tune_main, &j, e->n_threads);
         }
+    } else if (op == CPU_OP_AHEAD) { /* a decode step's weight streams with these requests */
+        const int before = atomic_load(&cpu_stream_mode);
+        cpu_stream_set((cpu_ahead)isa);
+        for (int i = 0; i < p->ahead_layers; i++)
+            stream_layer(e, (k * p->ahead_layers + i) % e->n_layers, p->y);
+        if (p->head)
+            run_pass(e, CPU_OP_HEAD, e->pick[CPU_OP_HEAD].isa, k, p);
+        cpu_stream_set((cpu_ahead)before);
     } else {
         const int64_t n_win = p->head->ne1 / p->head_rows;
         tune_job j = {.e = e, .isa = isa, .head = true, .codec = p->head_codec, .w = p->head,
@@ -172,7 +210,7 @@ static double pass(cpu_engine *e, int op, cpu_isa isa, int k, int work_k, const 
  * fastest when it beats the flags' level by the margin and the spread, else the flags'). */
 static void measure(cpu_engine *e, int op, const cpu_tune_cands *c, const tune_plan *p)
 {
-    double t[CPU_TUNE_MAX_ROUNDS * CPU_ISA_COUNT];
+    double t[CPU_TUNE_MAX_ROUNDS * CPU_TUNE_CANDS];
     for (int i = 0; i < c->nc; i++)
         (void)pass(e, op, c->cand[i], i, c->nc, p); /* untimed: caches, branch history, pages */
     int nr = 0;
@@ -225,9 +263,17 @@ static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec
     return *codec || cpu_kq_has(w->type) ? w : NULL;
 }
 
-/* A level named by a variable: one this CPU runs, at most the detected one, else -1. */
-static int level_named(const cpu_engine *e, const char *name, size_t len)
+/* A candidate of op named by a variable: a level this CPU runs, at most the detected one (for
+ * CPU_OP_AHEAD a cpu_ahead), else -1. */
+static int level_named(const cpu_engine *e, int op, const char *name, size_t len)
 {
+    if (op == CPU_OP_AHEAD) {
+        static const cpu_ahead modes[] = {CPU_AHEAD_NONE, CPU_AHEAD_FAR, CPU_AHEAD_BOTH};
+        for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+            if (strlen(cpu_tune_cand_name(op, modes[i])) == len && !strncmp(name, cpu_tune_cand_name(op, modes[i]), len))
+                return modes[i];
+        return -1;
+    }
     for (int l = 0; l <= (int)e->isa; l++)
         if (strlen(cpu_isa_name((cpu_isa)l)) == len && !strncmp(name, cpu_isa_name((cpu_isa)l), len) &&
             cpu_isa_runs((cpu_isa)l) && (l != CPU_ISA_NEON || e->isa == CPU_ISA_NEON))
@@ -247,20 +293,21 @@ static bool apply_forcing(cpu_engine *e)
     const char *fixed = getenv("TERNION_CPU_ISA"), *mm = getenv("TERNION_CPU_MM_ISA"), *ks = getenv("TERNION_CPU_KERNELS");
     if (fixed && *fixed) /* e->isa is that level already (cpu_isa_detect) */
         for (int op = 0; op < CPU_OP_COUNT; op++)
-            force(e, op, (int)e->isa);
+            force(e, op, cpu_tune_flags_choice(op, e->isa));
     if (mm && *mm) {
-        force(e, CPU_OP_DECODE, level_named(e, mm, strlen(mm)));
-        force(e, CPU_OP_PROMPT, level_named(e, mm, strlen(mm)));
+        force(e, CPU_OP_DECODE, level_named(e, CPU_OP_DECODE, mm, strlen(mm)));
+        force(e, CPU_OP_PROMPT, level_named(e, CPU_OP_PROMPT, mm, strlen(mm)));
     }
     for (const char *s = ks; s && *s;) {
         const size_t len = strcspn(s, ","), eq = strcspn(s, "=");
         int op = CPU_OP_COUNT;
         while (--op >= 0 && (eq >= len || strlen(cpu_tune_op_name(op)) != eq || strncmp(s, cpu_tune_op_name(op), eq)))
             ;
-        const int level = op >= 0 ? level_named(e, s + eq + 1, len - eq - 1) : -1;
+        const int level = op >= 0 ? level_named(e, op, s + eq + 1, len - eq - 1) : -1;
         if (level < 0)
             fprintf(stderr, "ternion: warning: TERNION_CPU_KERNELS: '%.*s' is not op=level with op one of decode, "
-                    "prompt, head, attention and a level this CPU runs: ignored\n", (int)len, s);
+                    "prompt, head, attention and a level this CPU runs, or readahead=off|l2|l1+l2: ignored\n",
+                    (int)len, s);
         else
             force(e, op, level);
         s += len + (s[len] == ',');
@@ -280,6 +327,12 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
             layer_bytes += e->ops[i].bytes / (uint64_t)e->n_layers;
     p->dec_layers = layer_bytes ? (int)((TUNE_STREAM_BYTES + layer_bytes - 1) / layer_bytes) : 1;
     p->dec_layers = p->dec_layers > e->n_layers ? e->n_layers : p->dec_layers;
+    uint64_t stream_bytes = layer_bytes; /* the read-ahead pass: the block-quantized linears too */
+    for (int i = 0; i < e->n_ops; i++)
+        if (qdot_linear(e, i))
+            stream_bytes += e->ops[i].bytes / (uint64_t)e->n_layers;
+    p->ahead_layers = stream_bytes ? (int)((TUNE_AHEAD_BYTES + stream_bytes - 1) / stream_bytes) : 1;
+    p->ahead_layers = p->ahead_layers > e->n_layers ? e->n_layers : p->ahead_layers;
     if (p->head) {
         const int64_t ne[4] = {p->head->ne0, 1, 1, 1};
         const uint64_t row = fmt_nbytes(p->head->type, ne, NULL);
@@ -315,6 +368,11 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         e->q[i] = (int8_t)((int)((s >> 33) % 255) - 127);
     }
+    for (int i = 0; i < e->max_lin_k; i++) { /* a linear's Q8_0 codes, scales 1/64 */
+        e->lin_q[i] = (int8_t)((int)((i * 2654435761u) >> 8) % 255 - 127);
+        if (i % CPU_QBLK == 0)
+            e->lin_qd[i / CPU_QBLK] = 1.0f / 64;
+    }
     for (int t = 0; t < p->n_prompt; t++) {
         int32_t sum = 0;
         for (int k = 0; k < e->max_k; k++)
@@ -322,7 +380,12 @@ static bool make_plan(cpu_engine *e, tune_plan *p, int64_t max_m)
         e->qs[t] = 1.0f;
         e->qsum[t] = sum;
     }
-    p->y = cpu_alloc_lines(sizeof(float) * (size_t)(max_m ? max_m : 1) * (size_t)p->n_prompt);
+    int64_t max_lin = 1; /* the block-quantized linears' outputs (one token) */
+    for (int i = 0; i < e->n_ops; i++)
+        if (qdot_linear(e, i) && cpu_w(e, e->ops[i].tensor, 0)->ne1 > max_lin)
+            max_lin = cpu_w(e, e->ops[i].tensor, 0)->ne1;
+    const int64_t ny = (max_m ? max_m : 1) * p->n_prompt;
+    p->y = cpu_alloc_lines(sizeof(float) * (size_t)(ny > max_lin ? ny : max_lin));
     return p->y != NULL;
 }
 
@@ -335,23 +398,32 @@ void cpu_engine_tune_kernels(cpu_engine *e)
             const int64_t m = cpu_w(e, e->ops[i].tensor, 0)->ne1;
             max_m = m > max_m ? m : max_m;
         }
-    bool attn = false;
-    for (int i = 0; i < e->n_ops; i++)
+    bool attn = false, qdot = false;
+    for (int i = 0; i < e->n_ops; i++) {
         attn = attn || e->ops[i].op->kind == RT_CPU_ATTENTION;
+        qdot = qdot || qdot_linear(e, i);
+    }
     tune_plan p = {.n_prompt = e->n_batch < TUNE_PROMPT_N ? e->n_batch : TUNE_PROMPT_N,
                    .attn_kv = attn ? (e->n_ctx < TUNE_ATTN_KV ? e->n_ctx : TUNE_ATTN_KV) : 0};
     p.head = head_table(e, &p.head_codec);
-    const bool has[CPU_OP_COUNT] = {max_m > 0, max_m > 0 && p.n_prompt > 1, p.head != NULL, attn};
+    const bool has[CPU_OP_COUNT] = {max_m > 0, max_m > 0 && p.n_prompt > 1, p.head != NULL, attn, max_m > 0 || qdot};
     for (int op = 0; op < CPU_OP_COUNT; op++)
-        e->pick[op] = (cpu_pick){.isa = e->isa, .how = has[op] ? CPU_PICK_FLAGS : CPU_PICK_NONE};
+        e->pick[op] = (cpu_pick){.isa = (cpu_isa)cpu_tune_flags_choice(op, e->isa),
+                                 .how = has[op] ? CPU_PICK_FLAGS : CPU_PICK_NONE};
+    cpu_stream_set(CPU_AHEAD_BOTH); /* the levels are measured with the default requests */
     const bool forced = apply_forcing(e);
     const char *tune = getenv("TERNION_CPU_TUNE");
     cpu_tune_cands c[CPU_OP_COUNT] = {{{0}, 0}};
     int n_tuned = 0;
     for (int op = 0; op < CPU_OP_COUNT && !(tune && !strcmp(tune, "0")); op++) {
-        for (int l = CPU_ISA_AVX2; e->pick[op].how == CPU_PICK_FLAGS && l <= (int)e->isa && l != CPU_ISA_NEON; l++)
+        for (int l = CPU_ISA_AVX2; op != CPU_OP_AHEAD && e->pick[op].how == CPU_PICK_FLAGS && l <= (int)e->isa &&
+                                   l != CPU_ISA_NEON; l++)
             if (cpu_isa_runs((cpu_isa)l))
                 c[op].cand[c[op].nc++] = (cpu_isa)l;
+        /* L2 only or both, the default last; none (forced only) read like L2 only on the AMD VM */
+        static const cpu_ahead modes[] = {CPU_AHEAD_FAR, CPU_AHEAD_BOTH};
+        for (size_t i = 0; op == CPU_OP_AHEAD && e->pick[op].how == CPU_PICK_FLAGS && i < sizeof modes / sizeof *modes; i++)
+            c[op].cand[c[op].nc++] = (cpu_isa)modes[i];
         n_tuned += c[op].nc > 1;
     }
     if (n_tuned) {
@@ -378,6 +450,7 @@ void cpu_engine_tune_kernels(cpu_engine *e)
         free(p.attn_q);
         free(p.attn_out);
     }
+    cpu_stream_set((cpu_ahead)e->pick[CPU_OP_AHEAD].isa); /* set again by each step (cpu_forward) */
     if (e->pick[CPU_OP_PROMPT].how == CPU_PICK_NONE) /* prompts of one token at a time */
         e->pick[CPU_OP_PROMPT].isa = e->pick[CPU_OP_DECODE].isa;
 }

@@ -2,7 +2,7 @@
  * decided (cpu_tune.c measures, cpu_tune_cache.c keeps the choice).
  *
  * Owns: the tuned ops (the ternary products of one-token steps and of prompts, the LM head's
- * float table or K-quant product, attention), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
+ * float table or K-quant product, attention, the weight streams' read-ahead), the ways a choice is made (the CPU's flags, a TERNION_CPU_* variable,
  * a measurement now, one stored by an earlier run), the rule that picks the fastest candidate
  * from measured times, and the hooks the tests use to make the tuner deterministic (a fake
  * timer, a fake CPU model string).
@@ -20,8 +20,15 @@ typedef enum {
     CPU_OP_HEAD,   /* the LM head over a float table (F16, F32, BF16, the --lm-head q8 copy) or as
                     * Q4_K / Q6_K rows over Q8_K codes (a stored head, the --lm-head q6_k copy) */
     CPU_OP_ATTN,   /* attention over the KV cache (f16 or f32 dots and axpys) */
+    CPU_OP_AHEAD,  /* the requests the one-token kernels make ahead of their weight streams: its
+                    * candidates are cpu_stream.h's cpu_ahead values, not levels (L2 only, both:
+                    * the last the default, as the flags' level is for the other ops; none can be
+                    * forced) */
     CPU_OP_COUNT
 } cpu_tune_op;
+
+/* Candidates' values: levels (cpu_isa) and read-ahead modes (cpu_ahead) are both below this. */
+#define CPU_TUNE_CANDS 4
 
 typedef enum {
     CPU_PICK_NONE,     /* the model has no such op */
@@ -43,9 +50,9 @@ typedef enum {
 } cpu_tune_quality;
 
 typedef struct {
-    cpu_isa isa;               /* the level whose kernel the op runs */
+    cpu_isa isa;               /* the level whose kernel the op runs (CPU_OP_AHEAD: a cpu_ahead) */
     cpu_pick_how how;
-    double ms[CPU_ISA_COUNT];  /* MEASURED / CACHED: each candidate's best pass, 0 for a non-candidate */
+    double ms[CPU_TUNE_CANDS]; /* MEASURED / CACHED: each candidate's best pass, 0 for a non-candidate */
     double spread;             /* MEASURED / CACHED: the largest (median - best) / best of a
                                   candidate's timed rounds */
     int rounds;                /* MEASURED / CACHED: timed rounds per candidate */
@@ -55,7 +62,11 @@ typedef struct {
                                   flags' level; never measured again after that */
 } cpu_pick;
 
-const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head", "attention" */
+const char *cpu_tune_op_name(int op);   /* "decode", "prompt", "head", "attention", "readahead" */
+/* Candidate c of op: a level's name (cpu_isa_name), or for CPU_OP_AHEAD "off", "l2", "l1+l2". */
+const char *cpu_tune_cand_name(int op, int c);
+/* What op runs when nothing was measured: the detected level, or for CPU_OP_AHEAD both requests. */
+int cpu_tune_flags_choice(int op, cpu_isa detected);
 const char *cpu_tune_how_name(int how); /* "none", "flags", "forced", "measured", "cached" */
 const char *cpu_tune_quality_name(int q); /* "stable", "close", "noisy" */
 
@@ -80,13 +91,13 @@ typedef struct {
     int pick;                 /* the candidate chosen (index) */
     cpu_tune_quality quality;
     double spread;            /* as cpu_pick.spread */
-    double best[CPU_ISA_COUNT]; /* each candidate's best time */
+    double best[CPU_TUNE_CANDS]; /* each candidate's best time */
 } cpu_tune_verdict;
 void cpu_tune_judge(const double *t, int nr, int nc, cpu_tune_verdict *v);
 
 /* Tests: timer (when set) replaces each measured pass time of level isa on op by what it
  * returns; cpu_name (when set) replaces this CPU's model string. NULL: no hooks. */
-typedef double (*cpu_tune_timer)(void *ud, int op, cpu_isa isa, double measured_ns);
+typedef double (*cpu_tune_timer)(void *ud, int op, cpu_isa isa, double measured_ns); /* isa: the candidate */
 typedef struct {
     cpu_tune_timer timer;
     void *ud;

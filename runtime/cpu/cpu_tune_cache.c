@@ -22,6 +22,7 @@
  *   prompt avx512 avx2=1.310 avx512=0.870 spread=0.020 rounds=3 stable
  *   head avx512 avx2=0.802 avx512=0.831 spread=0.031 rounds=4 close rechecked
  *   attention avx512 avx2=0.410 avx512=0.433 spread=0.150 rounds=9 noisy
+ *   readahead l2 l2=3.905 l1+l2=4.470 spread=0.020 rounds=3 stable
  *   model bitnet-b1.58-2b
  */
 #include <stdint.h>
@@ -37,11 +38,11 @@
 #include "cpu/cpu_engine_priv.h"
 
 #define MAGIC "ternion-cpu-tune 3"
-#define TUNE_KEY 8 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
+#define TUNE_KEY 9 /* cpu_tune.c's slices and rounds, and the kernels the levels run (4: TQ1_0 / TQ2_0 by
                      * cpu_tq.c; 5: prompts at AVX-512 on AMX tiles; 6: weight streams read ahead, a
                      * K-quant head measured; 7: K-quant tiles at AVX-512; 8: the kernels' buffers
-                     * on cache lines, the AVX-512 one-token I2_S product a row at a time): a change
-                     * measures again */
+                     * on cache lines, the AVX-512 one-token I2_S product a row at a time; 9: the
+                     * read-ahead measured): a change measures again */
 
 /* The brand string cpuid reports (x86), else /proc/cpuinfo's model name, else "unknown CPU". */
 static void brand(char *out, size_t cap)
@@ -146,14 +147,15 @@ static bool parse_extra(const char *tok, const char *val, cpu_pick *pk, bool *q_
 
 /* "<what> <level> <name>=<ms> ... spread=<s> rounds=<n> <stable|close|noisy> [rechecked]": the
  * chosen level (one of cand), the times and the verdict into pk. */
-static const char *parse_choice(const char *line, const char *what, const cpu_isa *cand, int nc, cpu_pick *pk)
+static const char *parse_choice(const char *line, int op, const cpu_isa *cand, int nc, cpu_pick *pk)
 {
+    const char *what = cpu_tune_op_name(op);
     const size_t wl = strlen(what);
     if (strncmp(line, what, wl) || line[wl] != ' ')
         return "a line is missing or out of order";
     char buf[512];
     snprintf(buf, sizeof buf, "%s", line + wl + 1);
-    bool chosen = false, timed[CPU_ISA_COUNT] = {false}, q_seen = false;
+    bool chosen = false, timed[CPU_TUNE_CANDS] = {false}, q_seen = false;
     pk->rounds = 0;
     pk->spread = -1;
     int k = 0;
@@ -162,7 +164,7 @@ static const char *parse_choice(const char *line, const char *what, const cpu_is
         if (eq)
             *eq = 0;
         int c = 0;
-        while (c < nc && strcmp(tok, cpu_isa_name(cand[c])))
+        while (c < nc && strcmp(tok, cpu_tune_cand_name(op, cand[c])))
             c++;
         if (c == nc && k > 0) {
             if (!parse_extra(tok, eq ? eq + 1 : NULL, pk, &q_seen))
@@ -208,7 +210,7 @@ int cpu_tune_cache_load(cpu_engine *e, const char *path, const char *cpu, const 
     for (int op = 0, l = 2; op < CPU_OP_COUNT && !why; op++)
         if (c[op].nc > 1) {
             pick[op] = (cpu_pick){.how = CPU_PICK_CACHED};
-            why = parse_choice(line[l++], cpu_tune_op_name(op), c[op].cand, c[op].nc, &pick[op]);
+            why = parse_choice(line[l++], op, c[op].cand, c[op].nc, &pick[op]);
         }
     if (why) {
         fprintf(stderr, "ternion: warning: ignoring CPU tuning cache %s: %s (measuring again)\n", path, why);
@@ -229,10 +231,10 @@ void cpu_tune_cache_store(const cpu_engine *e, const char *path, const char *cpu
     for (int op = 0; op < CPU_OP_COUNT; op++) {
         if (c[op].nc < 2)
             continue;
-        fprintf(f, "%s %s", cpu_tune_op_name(op), cpu_isa_name(e->pick[op].isa));
+        fprintf(f, "%s %s", cpu_tune_op_name(op), cpu_tune_cand_name(op, e->pick[op].isa));
         const cpu_pick *pk = &e->pick[op];
         for (int i = 0; i < c[op].nc; i++)
-            fprintf(f, " %s=%.3f", cpu_isa_name(c[op].cand[i]), pk->ms[c[op].cand[i]]);
+            fprintf(f, " %s=%.3f", cpu_tune_cand_name(op, c[op].cand[i]), pk->ms[c[op].cand[i]]);
         fprintf(f, " spread=%.3f rounds=%d %s%s\n", pk->spread, pk->rounds, cpu_tune_quality_name(pk->quality),
                 pk->rechecked ? " rechecked" : "");
     }

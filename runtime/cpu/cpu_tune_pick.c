@@ -22,11 +22,24 @@
  *     so the guard can cost speed (a small win missed), never results.
  */
 #include "cpu/cpu_tune.h"
+#include "cpu/cpu_stream.h"
 
 const char *cpu_tune_op_name(int op)
 {
-    static const char *const n[CPU_OP_COUNT] = {"decode", "prompt", "head", "attention"};
+    static const char *const n[CPU_OP_COUNT] = {"decode", "prompt", "head", "attention", "readahead"};
     return (unsigned)op < CPU_OP_COUNT ? n[op] : "?";
+}
+
+int cpu_tune_flags_choice(int op, cpu_isa detected)
+{
+    return op == CPU_OP_AHEAD ? CPU_AHEAD_BOTH : (int)detected;
+}
+
+const char *cpu_tune_cand_name(int op, int c)
+{
+    if (op != CPU_OP_AHEAD)
+        return cpu_isa_name((cpu_isa)c);
+    return c == CPU_AHEAD_NONE ? "off" : c == CPU_AHEAD_FAR ? "l2" : c == CPU_AHEAD_BOTH ? "l1+l2" : "?";
 }
 
 const char *cpu_tune_how_name(int how)
@@ -61,9 +74,9 @@ static void bests(const double *t, int nr, int nc, double *best)
 
 bool cpu_tune_stable(const double *t, int nr, int nc)
 {
-    if (nr < CPU_TUNE_MIN_ROUNDS || nc < 1 || nc > CPU_ISA_COUNT)
+    if (nr < CPU_TUNE_MIN_ROUNDS || nc < 1 || nc > CPU_TUNE_CANDS)
         return false;
-    double best[CPU_ISA_COUNT];
+    double best[CPU_TUNE_CANDS];
     bests(t, nr, nc, best);
     const int win = cpu_tune_fastest(best, nc);
     for (int r = nr - CPU_TUNE_MIN_ROUNDS; r < nr; r++)
@@ -89,7 +102,7 @@ static double median(const double *t, int nr, int nc, int c)
 void cpu_tune_judge(const double *t, int nr, int nc, cpu_tune_verdict *v)
 {
     *v = (cpu_tune_verdict){.pick = nc - 1, .quality = CPU_TUNE_NOISY};
-    if (nr < 1 || nc < 1 || nc > CPU_ISA_COUNT)
+    if (nr < 1 || nc < 1 || nc > CPU_TUNE_CANDS)
         return;
     bests(t, nr, nc, v->best);
     for (int c = 0; c < nc; c++) {

@@ -2,6 +2,8 @@
 #include "cpu/cpu_walk.h"
 #include "cpu/cpu_stream.h"
 
+_Atomic int cpu_stream_mode = CPU_AHEAD_BOTH;
+
 typedef struct {
     const uint8_t *p;
     size_t n, stride;

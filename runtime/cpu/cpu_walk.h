@@ -4,7 +4,7 @@
  * `--bench`, the file mapping's prefault at load) and writing one byte every stride of a region
  * (the first pages of the KV caches at load: the first prompt would fault them in mid-step, a
  * 2 MiB page each, zeroed by the kernel: 138-233 ms of a 128-token prompt on the AMD EPYC VM of
- * docs/performance.md).
+ * docs/performance.md); and the process's read-ahead setting, cpu_stream.h's cpu_stream_mode.
  */
 #ifndef CPU_WALK_H
 #define CPU_WALK_H
