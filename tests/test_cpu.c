@@ -48,6 +48,7 @@
 #include "cpu/cpu_stream.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_softmax.h"
+#include "base/rt_argmax.h"
 #include "cpu/cpu_vec.h"
 #include "engine/rt_engine.h"
 #include "fixture.h"
@@ -1645,13 +1646,65 @@ static void test_head_q6k(void **st)
     rt_gguf_close(g);
 }
 
-/* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense, bit for bit. */
+/* rt_argmax_f32 (runtime/base/rt_argmax.h) at every level this CPU runs against the plain loop it stands for, on random
+ * rows of awkward lengths (tails of 1-15 values) salted with what a loop's order decides: the
+ * largest value repeated (the first wins), NaNs (never win; one at 0 keeps 0), -0 and +0 as
+ * the largest (equal: the first), -inf rows, the largest in the tail. */
+static void test_argmax(void **st)
+{
+    (void)st;
+    static const int sizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 100, 1000, 151936};
+    float *x = malloc(sizeof(float) * 151936);
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    int checked = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int pat = 0; pat < 8; pat++) {
+            const int n = sizes[si];
+            for (int i = 0; i < n; i++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                x[i] = pat == 5 ? -INFINITY : pat == 6 ? -(float)(s >> 40) : (float)((int)(s >> 33) % 2001 - 1000) / 8;
+            }
+            const float big = 1000.0f;
+            if (pat == 1 || pat == 2) /* the largest at three places */
+                x[n / 3] = x[n / 2] = x[n - 1] = big;
+            if (pat == 2 || pat == 3) /* NaNs, one of them after the largest */
+                for (int i = 1; i < n; i += 7)
+                    x[i] = NAN;
+            if (pat == 4) /* a NaN first */
+                x[0] = NAN;
+            if (pat == 6) /* -0 then +0 as the largest */
+                x[n / 2] = -0.0f, x[n - 1] = 0.0f;
+            if (pat == 7) /* the largest in the tail */
+                x[n - 1] = big;
+            int want = 0;
+            for (int i = 1; i < n; i++)
+                if (x[i] > x[want])
+                    want = i;
+            for (int l = 0; l <= rt_argmax_level(); l++) {
+                const int got = rt_argmax_f32_at(l, x, n);
+                if (got != want)
+                    fail_msg("n %d pattern %d level %d: %d, the loop %d", n, pat, l, got, want);
+                checked++;
+            }
+        }
+    print_message("argmax: %d rows x levels as the loop\n", checked);
+    assert_int_equal(rt_argmax_f32(x, 0), 0);
+    assert_int_equal(rt_argmax_f32(x, 151936), rt_argmax_f32_at(0, x, 151936));
+    free(x);
+}
+
+/* bitnet-kjv: a multi-row step == single steps; the exact sparse FFN == dense; one-token steps
+ * whose q, k, v and gate, up products run as one region each == each product alone
+ * (TERNION_CPU_FUSE=0), bit for bit. */
 static void test_rows_and_sparse(void **st)
 {
     (void)st;
     const char *path = "tests/data/bitnet-kjv/model.gguf";
     rt_engine *d = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
     rt_engine *s = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_EXACT);
+    setenv("TERNION_CPU_FUSE", "0", 1);
+    rt_engine *u = open_cpu(&rt_model_bitnet_kjv, path, 2, RT_SPARSE_DENSE);
+    unsetenv("TERNION_CPU_FUSE");
     const int vocab = rt_engine_vocab(d);
     float *a = malloc(sizeof(float) * vocab), *b = malloc(sizeof(float) * vocab), *c = malloc(sizeof(float) * vocab);
     char err[RT_ERR_LEN] = "";
@@ -1659,11 +1712,15 @@ static void test_rows_and_sparse(void **st)
     int32_t tok = 5;
     assert_int_equal(rt_engine_eval(d, prompt, 6, 0, NULL, err), 0);
     assert_int_equal(rt_engine_eval(s, prompt, 6, 0, NULL, err), 0);
+    assert_int_equal(rt_engine_eval(u, prompt, 6, 0, NULL, err), 0);
     for (int i = 0; i < 8; i++) {
         assert_int_equal(rt_engine_eval(d, &tok, 1, 6 + i, NULL, err), 0);
         assert_int_equal(rt_engine_eval(s, &tok, 1, 6 + i, NULL, err), 0);
+        assert_int_equal(rt_engine_eval(u, &tok, 1, 6 + i, NULL, err), 0);
         assert_int_equal(rt_engine_logits_last(d, a, err), 0);
         assert_int_equal(rt_engine_logits_last(s, b, err), 0);
+        assert_memory_equal(a, b, sizeof(float) * vocab);
+        assert_int_equal(rt_engine_logits_last(u, b, err), 0);
         assert_memory_equal(a, b, sizeof(float) * vocab);
         assert_int_equal(rt_engine_argmax(d, &tok, err), 0);
     }
@@ -1690,6 +1747,7 @@ static void test_rows_and_sparse(void **st)
     free(c);
     rt_engine_close(d);
     rt_engine_close(s);
+    rt_engine_close(u);
 }
 
 static void test_bad_threads(void **st)
@@ -1726,7 +1784,7 @@ int main(void)
         cmocka_unit_test(test_quant),        cmocka_unit_test(test_i2s), cmocka_unit_test(test_amx_layout),          cmocka_unit_test(test_tq), cmocka_unit_test(test_tq_q8k), cmocka_unit_test(test_kq_dot),
         cmocka_unit_test(test_f16_dot), cmocka_unit_test(test_f16_strided), cmocka_unit_test(test_bf16_dot),      cmocka_unit_test(test_q8_dot), cmocka_unit_test(test_qdot), cmocka_unit_test(test_qdot_q2_twin), cmocka_unit_test(test_qdot_wide),     cmocka_unit_test(test_fixture_a),    cmocka_unit_test(test_fixture_b),
         cmocka_unit_test(test_rows_and_sparse), cmocka_unit_test(test_bad_threads), cmocka_unit_test(test_tuned_kernels), cmocka_unit_test(test_q6k_quantize), cmocka_unit_test(test_head_q6k), cmocka_unit_test(test_tune_judge), cmocka_unit_test(test_tune_pick), cmocka_unit_test(test_tune_cache),
-        cmocka_unit_test(test_alloc_lines),
+        cmocka_unit_test(test_alloc_lines), cmocka_unit_test(test_argmax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

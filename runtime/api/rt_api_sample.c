@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "api/rt_api_priv.h"
+#include "base/rt_argmax.h"
 
 #define MAX_CANDS 256 /* the engine's top-k read-back */
 
@@ -361,10 +362,7 @@ static int pick(ternion_context *c, ternion_sampler *s, int32_t i, int32_t r, in
         int rc = chain_row(c, s, i, &row);
         if (rc)
             return rc;
-        id = 0;
-        for (int32_t v = 1; v < nv; v++)
-            if (row[v] > row[id])
-                id = v;
+        id = rt_argmax_f32(row, nv);
     } else if (s->whole_row || s->n_bias) {
         const float *row = NULL;
         int rc = chain_row(c, s, i, &row);

@@ -18,6 +18,7 @@
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_mem.h"
 #include "cpu/cpu_qdot.h"
+#include "base/rt_argmax.h"
 #include "cpu/cpu_walk.h"
 
 static int fail_oom(char *err, const char *what)
@@ -385,6 +386,8 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
     }
     const char *amx_env = getenv("TERNION_CPU_AMX");
     e->amx = !(amx_env && !strcmp(amx_env, "0")) && cpu_amx_ready(); /* off: no permission asked */
+    const char *fuse_env = getenv("TERNION_CPU_FUSE");
+    e->fuse = !(fuse_env && !strcmp(fuse_env, "0"));
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else
@@ -616,12 +619,7 @@ int cpu_engine_argmax(cpu_engine *e, int32_t *out_id, char *err)
         snprintf(err, RT_ERR_LEN, "no step has run yet");
         return -1;
     }
-    const float *l = cur_logits(e);
-    int best = 0;
-    for (int i = 1; i < e->vocab; i++)
-        if (l[i] > l[best])
-            best = i;
-    *out_id = best;
+    *out_id = rt_argmax_f32(cur_logits(e), e->vocab);
     return 0;
 }
 

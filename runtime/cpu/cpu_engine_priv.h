@@ -39,6 +39,8 @@ struct cpu_engine {
                                       products of one-token steps and prompts, the LM head over a
                                       float table; every candidate gives the same bits */
     bool amx;                 /* prompt steps at the AVX-512 level run I2_S / TQ products on AMX tiles */
+    bool fuse;                /* one-token steps run the products of one input as one region
+                                 (cpu_forward.c; TERNION_CPU_FUSE=0: each its own) */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;

@@ -2,7 +2,10 @@
  * (before the layers, each layer, after), every op split over the thread pool.
  *
  * How work is split: matrix products by rows (contiguous ranges, so each thread streams one
- * region of the mapping), attention by (token, head), norms and element-wise ops by tokens.
+ * region of the mapping), attention by (token, head), norms and element-wise ops by tokens. In
+ * a one-token step the products that read one input through the same kernel (q, k and v; gate
+ * and up) are one region over all their rows (fusible), so each thread streams one longer
+ * range and waits once.
  * Nothing is reduced across threads, so 1 thread and N threads give the same bits.
  * What is shared between ops: the int8 codes of a value are made once and kept until the
  * value is written again (q, k, v read h's; gate and up read g's). With the exact sparse FFN
@@ -12,7 +15,9 @@
  * F32 at every token count), not bitnet.cpp's (which rounds both to F16 in one-token steps);
  * test_cpu reports how far the greedy continuation agrees with bitnet.cpp's.
  * The step's inputs and outputs travel in a cpu_step (cpu_engine_priv.h); what the walk keeps
- * between ops (the layer, the value whose int8 codes are held, the head's chunk) in a cpu_run.
+ * between ops (the layer, the value whose int8 codes are held, the head's chunk) in a cpu_run
+ * (cpu_step_walk.h, with the split over the pool); the mixture-of-experts op is in
+ * cpu_forward_moe.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,86 +25,12 @@
 
 #include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
+#include "cpu/cpu_step_walk.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
 #include "cpu/cpu_stream.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
-
-/* A linear's input forms, each in buffers of its own: Q8_0 blocks (e->lin_q, lin_qd), the f16
- * rounding (e->lin_x), Q8_K codes (e->kq_q, kq_d, kq_s) */
-typedef enum { LIN_Q8_0, LIN_F16, LIN_Q8_K, LIN_FORMS } lin_form;
-
-/* The walk of one step: the engine, the step's inputs and outputs, and what the walk keeps
- * between ops (the layer, the value whose int8 codes e->q holds, the LM head's chunk). */
-typedef struct {
-    cpu_engine *e;
-    cpu_step *s;
-    int layer;
-    cpu_isa isa_mm;        /* the bitlinear products' level for this step (e->pick) */
-    int qvalue;            /* the value e->q holds the codes of, or -1 */
-    bool q8k;              /* ... quantized as Q8_K (act_quant q8_k: e->qbs), else per row */
-    cpu_qp_layout qpacked; /* ... and e->qp holds them in this layout (cpu_codec_qp_pack) */
-    /* the value each of a linear's input forms holds, or -1 (enum lin_form): q, k and v (gate and
-     * up) read one input, made once */
-    int lin[LIN_FORMS];
-    bool amx;              /* the step may use the AMX tiles (cpu_engine_amx_step) */
-    int head_chunk;        /* rows of the head's current chunk (<= CPU_MAX_ROWS) */
-    float *head_chunk_out; /* its first row's logits */
-    char *err;             /* an op that fails (the expert cache's reads) says why here ... */
-    bool failed;           /* ... and the walk stops */
-} cpu_run;
-
-typedef void (*body_fn)(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith);
-
-/* How a body's items are shared: contiguous ranges of whole `align` parts, one a thread; or
- * (dealt) parts of `align` items given to the threads in turn, so a thread's parts spread over
- * the whole range and work that grows along it (a causal prompt's attention: token t scores
- * t + 1 keys) falls evenly on the threads. */
-typedef struct {
-    const cpu_run *r;
-    const cpu_step_op *so;
-    int64_t n_items, align;
-    body_fn body;
-    bool dealt;
-} par_job;
-
-static void par_main(void *arg, int ith, int nth)
-{
-    const par_job *j = arg;
-    if (j->dealt) {
-        for (int64_t lo = (int64_t)ith * j->align; lo < j->n_items; lo += (int64_t)nth * j->align)
-            j->body(j->r, j->so, lo, lo + j->align < j->n_items ? lo + j->align : j->n_items, ith);
-        return;
-    }
-    int64_t lo, hi;
-    cpu_pool_range(j->n_items, ith, nth, j->align, &lo, &hi);
-    if (lo < hi)
-        j->body(j->r, j->so, lo, hi, ith);
-}
-
-/* body over [0, n_items) in parts of `align` items (dealt: in turn), on the pool when `parallel`. */
-static void par_run(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t align, body_fn body,
-                    bool parallel, bool dealt)
-{
-    const int nth = r->s->n > 1 ? r->e->n_threads_batch : r->e->n_threads;
-    if (!parallel || nth == 1 || n_items <= align) {
-        body(r, so, 0, n_items, 0);
-        return;
-    }
-    par_job j = {r, so, n_items, align, body, dealt};
-    cpu_pool_run(r->e->pool, par_main, &j, nth);
-}
-
-static void par_for(const cpu_run *r, const cpu_step_op *so, int64_t n_items, int64_t align, body_fn body, bool parallel)
-{
-    par_run(r, so, n_items, align, body, parallel, false);
-}
-
-#define IN0(e, so) ((e)->val[(so)->op->in[0]])
-#define IN1(e, so) ((e)->val[(so)->op->in[1]])
-#define OUT(e, so) ((e)->val[(so)->op->out])
-#define WIDTH(e, v) ((e)->width[v])
 
 /* ---- bodies ---- */
 
@@ -432,172 +363,6 @@ static void linear_qdot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo
     linear_bias(r, so, lo, hi);
 }
 
-/* moe (cpu_moe.h): tokens lo .. hi routed; (token, slot) pairs lo .. hi through their expert;
- * tokens lo .. hi summed in selection order */
-static void moe_route_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
-    for (int64_t t = lo; t < hi; t++)
-        cpu_moe_route(e->isa, &m, IN0(e, so) + t * m.dim, e->moe_sel + t * m.k, e->moe_w + t * m.k,
-                      e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
-}
-
-/* a one-token step: the router's rows lo .. hi (its whole matrix is read every token) */
-static void moe_logits_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
-    cpu_moe_logits(e->isa, &m, IN0(e, so), (int)lo, (int)(hi - lo), e->moe_lg,
-                   e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
-}
-
-static void moe_expert_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
-    for (int64_t i = lo; i < hi; i++)
-        cpu_moe_expert(e->isa, &m, e->moe_sel[i], IN0(e, so) + (i / m.k) * m.dim, e->moe_d + i * m.dim,
-                       e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
-}
-
-/* A prompt step's pairs by expert: moe_order the pair indices sorted by their expert (stable),
- * moe_grp chunks of up to CPU_MOE_NT pairs of one expert (first index into moe_order, count);
- * returns the number of chunks */
-static int moe_group(cpu_engine *e, int pairs, int n_expert)
-{
-    int *at = e->moe_cnt;
-    memset(at, 0, sizeof(int) * ((size_t)n_expert + 1));
-    for (int i = 0; i < pairs; i++)
-        at[e->moe_sel[i] + 1]++;
-    for (int x = 0; x < n_expert; x++) /* at[x]: where expert x's pairs start */
-        at[x + 1] += at[x];
-    for (int i = 0; i < pairs; i++) /* then at[x]: where they end */
-        e->moe_order[at[e->moe_sel[i]]++] = i;
-    int n_grp = 0;
-    for (int x = 0, i = 0; x < n_expert; x++)
-        while (i < at[x]) {
-            const int nt = at[x] - i < CPU_MOE_NT ? at[x] - i : CPU_MOE_NT;
-            e->moe_grp[2 * n_grp] = i;
-            e->moe_grp[2 * n_grp + 1] = nt;
-            n_grp++, i += nt;
-        }
-    return n_grp;
-}
-
-enum { MOE_GROUP_MIN = 4 };
-
-/* chunks lo .. hi of moe_group's: each expert's rows read once for its chunk's tokens */
-static void moe_group_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    const cpu_moe m = cpu_engine_moe(e, so, r->layer);
-    const float *x[CPU_MOE_NT];
-    float *d[CPU_MOE_NT];
-    for (int64_t j = lo; j < hi; j++) {
-        const int *pair = e->moe_order + e->moe_grp[2 * j], nt = e->moe_grp[2 * j + 1];
-        for (int i = 0; i < nt; i++) {
-            x[i] = IN0(e, so) + (size_t)(pair[i] / m.k) * m.dim;
-            d[i] = e->moe_d + (size_t)pair[i] * m.dim;
-        }
-        uint8_t *scratch = e->moe_scratch + (size_t)ith * e->moe_scratch_bytes;
-        if (nt >= MOE_GROUP_MIN)
-            cpu_moe_expert_n(e->isa, &m, e->moe_sel[pair[0]], x, nt, d, scratch);
-        else /* too few to pay for the many-token kernels' setup: one at a time (the same bits) */
-            for (int i = 0; i < nt; i++)
-                cpu_moe_expert(e->isa, &m, e->moe_sel[pair[0]], x[i], d[i], scratch);
-    }
-}
-
-/* --expert-cache: the pairs moe_round[lo .. hi) of this round, each expert's rows read from its
- * slot (the same bytes as in the file, so the same bits) */
-static void moe_slot_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    cpu_moe m = cpu_engine_moe(e, so, r->layer);
-    cpu_weight w[3];
-    const int64_t rows[3] = {m.eff, m.eff, m.dim};
-    for (int64_t j = lo; j < hi; j++) {
-        const int i = e->moe_round[j];
-        for (int p = 0; p < 3; p++) {
-            w[p] = (cpu_weight){cpu_xcache_part(e->xc, e->moe_slot[i], p), m.exp[p]->type, m.exp[p]->ne0, rows[p],
-                                NULL};
-            m.exp[p] = &w[p];
-        }
-        cpu_moe_expert(e->isa, &m, 0, IN0(e, so) + (i / m.k) * m.dim, e->moe_d + (size_t)i * m.dim,
-                       e->moe_scratch + (size_t)ith * e->moe_scratch_bytes);
-    }
-}
-
-/* The experts through the cache: rounds of as many distinct experts as its slots hold (one
- * round unless a prompt step needs more); layer L + 1's guess is prefetched meanwhile. */
-static int moe_cached(cpu_run *r, const cpu_step_op *so, int pairs)
-{
-    cpu_engine *e = r->e;
-    for (int i = 0; i < pairs; i++)
-        e->moe_slot[i] = -1;
-    for (int left = pairs, round = 0; left > 0; round++) {
-        const int got = cpu_xcache_acquire(e->xc, r->layer, e->moe_sel, pairs, e->moe_slot, r->err);
-        if (got <= 0) { /* 0 cannot happen: the budget holds one layer's k experts */
-            if (!got)
-                snprintf(r->err, RT_ERR_LEN, "expert cache: no slot free for layer %d", r->layer);
-            return -1;
-        }
-        if (round == 0) { /* the next layer's router on this layer's input (the last token's) */
-            const int next = (r->layer + 1) % e->n_layers, k = (int)e->cs->n_expert_used;
-            const bool ahead = e->xc_ahead && next > 0;
-            if (ahead) {
-                const cpu_moe mn = cpu_engine_moe(e, so, next);
-                cpu_moe_route(e->isa, &mn, IN0(e, so) + (size_t)(pairs / k - 1) * mn.dim, e->moe_guess, e->moe_guess_w,
-                              e->moe_scratch);
-            }
-            cpu_xcache_prefetch(e->xc, next, e->moe_guess, ahead ? k : 0);
-        }
-        e->n_round = 0;
-        for (int i = 0; i < pairs; i++)
-            if (e->moe_slot[i] >= 0)
-                e->moe_round[e->n_round++] = i;
-        par_for(r, so, e->n_round, 1, moe_slot_body, true);
-        for (int j = 0; j < e->n_round; j++)
-            e->moe_slot[e->moe_round[j]] = -2;
-        cpu_xcache_release(e->xc);
-        left -= got;
-    }
-    return 0;
-}
-
-static void moe_sum_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
-{
-    cpu_engine *e = r->e;
-    const int k = (int)e->cs->n_expert_used, dim = WIDTH(e, so->op->out);
-    for (int64_t t = lo; t < hi; t++)
-        cpu_moe_sum(e->moe_d + t * k * dim, e->moe_w + t * k, k, dim, OUT(e, so) + t * dim);
-}
-
-static int moe(cpu_run *r, const cpu_step_op *so)
-{
-    const int n = r->s->n;
-    if (n == 1) { /* the router split by rows, then the one token's choice */
-        cpu_engine *e = r->e;
-        const cpu_moe m = cpu_engine_moe(e, so, r->layer);
-        par_for(r, so, m.n_expert, 16, moe_logits_body, true);
-        cpu_moe_select(e->moe_lg, m.n_expert, m.k, m.sigmoid, m.norm, e->moe_sel, e->moe_w);
-    } else
-        par_for(r, so, n, 1, moe_route_body, true);
-    const int pairs = n * (int)r->e->cs->n_expert_used;
-    if (r->e->xc) {
-        if (moe_cached(r, so, pairs))
-            return -1;
-    } else if (n == 1)
-        par_for(r, so, pairs, 1, moe_expert_body, true);
-    else { /* a prompt: the tokens that chose an expert through it together */
-        const int n_grp = moe_group(r->e, pairs, (int)r->e->cs->n_expert);
-        par_for(r, so, n_grp, 1, moe_group_body, true);
-    }
-    par_for(r, so, n, 1, moe_sum_body, n > 1);
-    return 0;
-}
-
 /* ---- ops ---- */
 
 /* the op's input in form f (body makes it), unless its buffers hold that value already */
@@ -629,10 +394,10 @@ static void linear(cpu_run *r, const cpu_step_op *so)
 }
 
 
-static void bitlinear(cpu_run *r, const cpu_step_op *so)
+/* a bitlinear's input codes (e->q, e->qs), and their copy in the kernels' layout (e->qp) */
+static void bitlinear_input(cpu_run *r, const cpu_step_op *so)
 {
-    cpu_engine *e = r->e;
-    const int n = r->s->n, M = WIDTH(e, so->op->out);
+    const int n = r->s->n;
     if (r->qvalue != so->op->in[0] || r->q8k != op_q8k(so->op)) {
         par_for(r, so, n, 1, quant_body, n > 1);
         r->qvalue = so->op->in[0];
@@ -645,6 +410,13 @@ static void bitlinear(cpu_run *r, const cpu_step_op *so)
         const int parts = cpu_codec_qp_parts(layout, n);
         par_for(r, so, parts, 1, pack_body, parts > 1);
     }
+}
+
+static void bitlinear(cpu_run *r, const cpu_step_op *so)
+{
+    cpu_engine *e = r->e;
+    const int n = r->s->n, M = WIDTH(e, so->op->out);
+    bitlinear_input(r, so);
     if (so->sparse_gate && e->sparse && n == 1) {
         par_for(r, so, M, 16, sparse_body, true);
         uint64_t active = 0;
@@ -682,6 +454,66 @@ static void lm_head(cpu_run *r, const cpu_step_op *so)
     }
 }
 
+/* op has written its output: the input forms made of that value no longer match it */
+static void forget(cpu_run *r, const rt_cpu_op *op)
+{
+    if (op->out >= 0 && op->out == r->qvalue)
+        r->qvalue = -1;
+    for (int f = 0; f < LIN_FORMS; f++)
+        if (op->out >= 0 && op->out == r->lin[f])
+            r->lin[f] = -1;
+}
+
+/* How many ops from so on run as one parallel region (1: so alone): in a one-token step, the
+ * bitlinears (or the Q8_0-input linears) after it that read its input with the same codes and
+ * weight type (q, k and v; gate and up), at most FUSE_MAX, each but the last of a multiple of 16
+ * rows, the exact sparse FFN's up projection never. Each thread then streams one range over
+ * their rows (fused_body), the same products as alone. */
+#define FUSE_MAX 4
+static int fusible(const cpu_run *r, const cpu_step_op *so, const cpu_step_op *end)
+{
+    const cpu_engine *e = r->e;
+    const rt_cpu_op *a = so->op;
+    if (!e->fuse || r->s->n != 1 || so->tensor < 0 || (so->sparse_gate && e->sparse) || a->out == a->in[0] ||
+        !((a->kind == RT_CPU_BITLINEAR && so->codec && so->codec->matmul) ||
+          (a->kind == RT_CPU_LINEAR && cpu_qdot_has(cpu_w(e, so->tensor, r->layer)->type))))
+        return 1;
+    int k = 1;
+    for (const cpu_step_op *b = so + 1; k < FUSE_MAX && b < end && WIDTH(e, b[-1].op->out) % 16 == 0; b++, k++)
+        if (b->op->kind != a->kind || b->op->in[0] != a->in[0] || b->op->param[0] != a->param[0] || b->tensor < 0 ||
+            cpu_w(e, b->tensor, r->layer)->type != cpu_w(e, so->tensor, r->layer)->type || b->op->out == a->in[0] ||
+            (b->sparse_gate && e->sparse))
+            break;
+    return k;
+}
+
+/* rows lo .. hi of the fused ops' rows, one after the other (run_fused) */
+static void fused_body(const cpu_run *r, const cpu_step_op *so, int64_t lo, int64_t hi, int ith)
+{
+    int64_t first = 0;
+    for (int m = 0; m < r->fused && first < hi; first += WIDTH(r->e, so[m].op->out), m++) {
+        const int64_t end = first + WIDTH(r->e, so[m].op->out), a = lo > first ? lo : first, z = hi < end ? hi : end;
+        if (a < z)
+            (so->op->kind == RT_CPU_BITLINEAR ? matmul_body : linear_qdot_body)(r, &so[m], a - first, z - first, ith);
+    }
+}
+
+static void run_fused(cpu_run *r, const cpu_step_op *so, int k)
+{
+    if (so->op->kind == RT_CPU_BITLINEAR)
+        bitlinear_input(r, so);
+    else
+        linear_input(r, so, LIN_Q8_0, linear_q_body);
+    int64_t rows = 0;
+    for (int m = 0; m < k; m++)
+        rows += WIDTH(r->e, so[m].op->out);
+    r->fused = k;
+    par_for(r, so, rows, 16, fused_body, true);
+    r->fused = 0;
+    for (int m = 0; m < k; m++)
+        forget(r, so[m].op);
+}
+
 static void run_op(cpu_run *r, const cpu_step_op *so)
 {
     cpu_engine *e = r->e;
@@ -706,15 +538,11 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     case RT_CPU_LM_HEAD: lm_head(r, so); break;
     case RT_CPU_LINEAR: linear(r, so); break;
     case RT_CPU_ACT: par_for(r, so, n_el, 4096, act_plain_body, n_el >= 65536); break;
-    case RT_CPU_MOE: r->failed = moe(r, so) != 0; break;
+    case RT_CPU_MOE: r->failed = cpu_forward_moe(r, so) != 0; break;
     case RT_CPU_ADD_ROWS: par_for(r, so, n, 1, add_rows_body, big); break;
     default: break;
     }
-    if (op->out >= 0 && op->out == r->qvalue)
-        r->qvalue = -1; /* the codes no longer match the value */
-    for (int f = 0; f < LIN_FORMS; f++)
-        if (op->out >= 0 && op->out == r->lin[f])
-            r->lin[f] = -1;
+    forget(r, op);
 }
 
 static double now_ns(void)
@@ -751,13 +579,20 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
         const int reps = l == 1 ? e->n_layers : 1;
         for (int L = 0; L < reps; L++) {
             r.layer = l == 1 ? L : 0;
-            for (uint32_t i = first[l]; i < first[l] + count[l]; i++) {
+            for (uint32_t i = first[l], k; i < first[l] + count[l]; i += k) {
                 const double t0 = e->profile ? now_ns() : 0;
-                run_op(&r, &e->ops[i]);
+                k = (uint32_t)fusible(&r, &e->ops[i], &e->ops[first[l] + count[l]]);
+                if (k > 1)
+                    run_fused(&r, &e->ops[i], (int)k);
+                else
+                    run_op(&r, &e->ops[i]);
                 if (r.failed)
                     return -1;
-                if (e->profile)
-                    e->ops[i].ns += now_ns() - t0;
+                uint64_t b = 0; /* --profile: a fused region's time shared by the ops' bytes */
+                for (uint32_t m = 0; m < k; m++)
+                    b += e->ops[i + m].bytes;
+                for (uint32_t m = 0; e->profile && m < k; m++)
+                    e->ops[i + m].ns += (now_ns() - t0) * (b ? (double)e->ops[i + m].bytes / (double)b : 1.0 / k);
             }
         }
     }
