@@ -449,10 +449,11 @@ static int grammar_stage(ternion_context *c, ternion_sampler *s, int32_t i, int3
         if (reserve_all(c, s, nv))
             return TERNION_E_NOMEM;
         int32_t n = 0, best = -1;
+        float top = 0.0f; /* row[best], in a register (rt_argmax.h: a load on the loop's path is slow) */
         for (int32_t t = 0; t < nv; t++)
             if (s->allow[t]) {
-                if (best < 0 || row[t] > row[best])
-                    best = t;
+                if (best < 0 || row[t] > top)
+                    best = t, top = row[t];
                 s->all[n++] = (rt_cand){.id = t, .logit = row[t]};
             }
         *id = s->fast_greedy ? best : rt_sampler_sample(s->s, s->all, (size_t)n);
