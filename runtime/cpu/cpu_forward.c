@@ -25,9 +25,9 @@
 
 #include "cpu/cpu_amx.h"
 #include "cpu/cpu_engine_priv.h"
-#include "cpu/cpu_step_walk.h"
 #include "cpu/cpu_kquant.h"
 #include "cpu/cpu_qdot.h"
+#include "cpu/cpu_step_walk.h"
 #include "cpu/cpu_stream.h"
 #include "cpu/cpu_vec.h"
 #include "format/fmt_codec.h"
