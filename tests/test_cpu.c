@@ -1207,6 +1207,8 @@ static void test_tuned_kernels(void **st)
         assert_int_equal(rt_engine_eval(e, prompt, 9, 0, got[0], err), 0);
         assert_int_equal(rt_engine_eval(e, &tok, 1, 9, NULL, err), 0);
         assert_int_equal(rt_engine_logits_last(e, got[1], err), 0);
+        if (*ahead) /* the forced requests reached the kernels' setting (cpu_stream.h) */
+            assert_int_equal(atomic_load(&cpu_stream_mode), l == CPU_ISA_AVX2 ? CPU_AHEAD_NONE : CPU_AHEAD_FAR);
         rt_engine_close(e);
         for (int k = 0; k < 2; k++) {
             if (!want[k])

@@ -77,13 +77,8 @@ int rt_argmax_f32_at(int level, const float *x, int n)
 
 int rt_argmax_level(void)
 {
-#if RT_X86
-    static int level = -1; /* the same answer in every thread: a benign race on one int */
-    if (level < 0) {
-        __builtin_cpu_init();
-        level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return level;
+#if RT_X86 /* libgcc reads cpuid once, at start-up: each call is a test of its flags */
+    return __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
 #else
     return 0;
 #endif

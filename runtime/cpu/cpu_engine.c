@@ -386,8 +386,7 @@ int cpu_engine_open(const rt_model_desc *d, const rt_gguf *g, int n_layers, int 
     }
     const char *amx_env = getenv("TERNION_CPU_AMX");
     e->amx = !(amx_env && !strcmp(amx_env, "0")) && cpu_amx_ready(); /* off: no permission asked */
-    const char *fuse_env = getenv("TERNION_CPU_FUSE");
-    e->fuse = !(fuse_env && !strcmp(fuse_env, "0"));
+    cpu_forward_plan(e);
     if (fits) /* after the pages are in: it streams the weights (never from disk) */
         cpu_engine_tune_kernels(e);
     else

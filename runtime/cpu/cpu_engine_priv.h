@@ -26,6 +26,8 @@ typedef struct {
     bool sparse_gate;        /* an exact-skip GLU: this bitlinear's rows may be skipped where the
                                 gate value sparse_src is <= 0 (set on the up projection) */
     int sparse_src;          /* the gate value */
+    int fuse;                /* one-token steps: this op and the fuse - 1 after it run as one
+                                region over their rows (cpu_forward_plan); 0 or 1: alone */
     double ns;               /* --profile: time of the last step (all layers) */
     uint64_t bytes;          /* weight bytes one decode step reads for it (all layers) */
 } cpu_step_op;
@@ -39,8 +41,6 @@ struct cpu_engine {
                                       products of one-token steps and prompts, the LM head over a
                                       float table; every candidate gives the same bits */
     bool amx;                 /* prompt steps at the AVX-512 level run I2_S / TQ products on AMX tiles */
-    bool fuse;                /* one-token steps run the products of one input as one region
-                                 (cpu_forward.c; TERNION_CPU_FUSE=0: each its own) */
     cpu_pool *pool;
     int n_threads, n_threads_batch;
     int n_layers, vocab, n_ctx, n_batch, n_seq, cur_seq;
@@ -193,6 +193,8 @@ uint64_t cpu_experts_step_bytes(const cpu_engine *e, const cpu_step_op *so);
 
 /* Runs one step (cpu_forward.c); the engine's buffers hold its values, the KV cache its keys. */
 int cpu_forward(cpu_engine *e, cpu_step *step, char *err);
+/* At load: which ops a one-token step runs together (cpu_step_op.fuse; TERNION_CPU_FUSE=0: none). */
+void cpu_forward_plan(cpu_engine *e);
 /* cpu_forward with the engine's bookkeeping (cpu_engine.c): the sparse FFN's counters
  * (s->ffn_active set to the engine's), the profile of the step. */
 int cpu_engine_step(cpu_engine *e, cpu_step *s, char *err);

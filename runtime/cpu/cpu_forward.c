@@ -4,7 +4,7 @@
  * How work is split: matrix products by rows (contiguous ranges, so each thread streams one
  * region of the mapping), attention by (token, head), norms and element-wise ops by tokens. In
  * a one-token step the products that read one input through the same kernel (q, k and v; gate
- * and up) are one region over all their rows (fusible), so each thread streams one longer
+ * and up) are one region over all their rows (cpu_forward_plan, at load), so each thread streams one longer
  * range and waits once.
  * Nothing is reduced across threads, so 1 thread and N threads give the same bits.
  * What is shared between ops: the int8 codes of a value are made once and kept until the
@@ -20,6 +20,7 @@
  * cpu_forward_moe.c.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -464,27 +465,44 @@ static void forget(cpu_run *r, const rt_cpu_op *op)
             r->lin[f] = -1;
 }
 
-/* How many ops from so on run as one parallel region (1: so alone): in a one-token step, the
- * bitlinears (or the Q8_0-input linears) after it that read its input with the same codes and
- * weight type (q, k and v; gate and up), at most FUSE_MAX, each but the last of a multiple of 16
- * rows, the exact sparse FFN's up projection never. Each thread then streams one range over
- * their rows (fused_body), the same products as alone. */
+/* Whether op b can run in one region with op a (a's input, codes and kernel; both products
+ * whose rows split anywhere at 16: bitlinears, or linears over Q8_0 codes), weight types equal
+ * in every layer, not the exact sparse FFN's up projection (its rows follow the gate's values). */
 #define FUSE_MAX 4
-static int fusible(const cpu_run *r, const cpu_step_op *so, const cpu_step_op *end)
+static bool fuses_with(const cpu_engine *e, const cpu_step_op *a, const cpu_step_op *b)
 {
-    const cpu_engine *e = r->e;
-    const rt_cpu_op *a = so->op;
-    if (!e->fuse || r->s->n != 1 || so->tensor < 0 || (so->sparse_gate && e->sparse) || a->out == a->in[0] ||
-        !((a->kind == RT_CPU_BITLINEAR && so->codec && so->codec->matmul) ||
-          (a->kind == RT_CPU_LINEAR && cpu_qdot_has(cpu_w(e, so->tensor, r->layer)->type))))
-        return 1;
-    int k = 1;
-    for (const cpu_step_op *b = so + 1; k < FUSE_MAX && b < end && WIDTH(e, b[-1].op->out) % 16 == 0; b++, k++)
-        if (b->op->kind != a->kind || b->op->in[0] != a->in[0] || b->op->param[0] != a->param[0] || b->tensor < 0 ||
-            cpu_w(e, b->tensor, r->layer)->type != cpu_w(e, so->tensor, r->layer)->type || b->op->out == a->in[0] ||
-            (b->sparse_gate && e->sparse))
-            break;
-    return k;
+    const rt_cpu_op *x = a->op, *y = b->op;
+    if (y->kind != x->kind || y->in[0] != x->in[0] || y->param[0] != x->param[0] || a->tensor < 0 || b->tensor < 0 ||
+        y->out == x->in[0] || x->out == x->in[0] || (a->sparse_gate && e->sparse) || (b->sparse_gate && e->sparse) ||
+        !((x->kind == RT_CPU_BITLINEAR && a->codec && a->codec->matmul && b->codec && b->codec->matmul) ||
+          (x->kind == RT_CPU_LINEAR && cpu_qdot_has(cpu_w(e, a->tensor, 0)->type))))
+        return false;
+    for (int L = 0; L < e->n_layers; L++)
+        if (cpu_w(e, a->tensor, L)->type != cpu_w(e, b->tensor, L)->type)
+            return false;
+    return true;
+}
+
+/* In a one-token step, the ops after one that read its input with the same codes and weight
+ * type (q, k and v; gate and up), at most FUSE_MAX, each but the last of a multiple of 16 rows,
+ * run as one parallel region with it (run_fused): each thread streams one range over their
+ * rows (fused_body), the same products as alone. Decided once, per list of the schedule. */
+void cpu_forward_plan(cpu_engine *e)
+{
+    const rt_cpu_schedule *c = e->cs;
+    const char *env = getenv("TERNION_CPU_FUSE");
+    const bool on = !(env && !strcmp(env, "0"));
+    const int end[3] = {(int)c->n_pre, (int)(c->n_pre + c->n_layer), e->n_ops};
+    for (int l = 0, i = 0; l < 3; l++)
+        for (; i < end[l]; i += e->ops[i].fuse) {
+            cpu_step_op *a = &e->ops[i];
+            a->fuse = 1;
+            while (on && a->fuse < FUSE_MAX && i + a->fuse < end[l] && WIDTH(e, a[a->fuse - 1].op->out) % 16 == 0 &&
+                   fuses_with(e, a, &a[a->fuse]))
+                a->fuse++;
+            for (int m = 1; m < a->fuse; m++)
+                a[m].fuse = 1;
+        }
 }
 
 /* rows lo .. hi of the fused ops' rows, one after the other (run_fused) */
@@ -545,6 +563,16 @@ static void run_op(cpu_run *r, const cpu_step_op *so)
     forget(r, op);
 }
 
+/* --profile: ops i .. i + k - 1 (one region when k > 1) took ns, shared by their weight bytes */
+static void profile_share(cpu_engine *e, uint32_t i, uint32_t k, double ns)
+{
+    uint64_t b = 0;
+    for (uint32_t m = 0; m < k; m++)
+        b += e->ops[i + m].bytes;
+    for (uint32_t m = 0; m < k; m++)
+        e->ops[i + m].ns += ns * (b ? (double)e->ops[i + m].bytes / (double)b : 1.0 / k);
+}
+
 static double now_ns(void)
 {
     struct timespec ts;
@@ -581,18 +609,15 @@ int cpu_forward(cpu_engine *e, cpu_step *step, char *err)
             r.layer = l == 1 ? L : 0;
             for (uint32_t i = first[l], k; i < first[l] + count[l]; i += k) {
                 const double t0 = e->profile ? now_ns() : 0;
-                k = (uint32_t)fusible(&r, &e->ops[i], &e->ops[first[l] + count[l]]);
+                k = step->n == 1 && e->ops[i].fuse > 1 ? (uint32_t)e->ops[i].fuse : 1;
                 if (k > 1)
                     run_fused(&r, &e->ops[i], (int)k);
                 else
                     run_op(&r, &e->ops[i]);
                 if (r.failed)
                     return -1;
-                uint64_t b = 0; /* --profile: a fused region's time shared by the ops' bytes */
-                for (uint32_t m = 0; m < k; m++)
-                    b += e->ops[i + m].bytes;
-                for (uint32_t m = 0; e->profile && m < k; m++)
-                    e->ops[i + m].ns += (now_ns() - t0) * (b ? (double)e->ops[i + m].bytes / (double)b : 1.0 / k);
+                if (e->profile)
+                    profile_share(e, i, k, now_ns() - t0);
             }
         }
     }

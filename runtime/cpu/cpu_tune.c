@@ -267,11 +267,11 @@ static const cpu_weight *head_table(const cpu_engine *e, const cpu_codec **codec
  * CPU_OP_AHEAD a cpu_ahead), else -1. */
 static int level_named(const cpu_engine *e, int op, const char *name, size_t len)
 {
-    if (op == CPU_OP_AHEAD) {
-        static const cpu_ahead modes[] = {CPU_AHEAD_NONE, CPU_AHEAD_FAR, CPU_AHEAD_BOTH};
-        for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-            if (strlen(cpu_tune_cand_name(op, modes[i])) == len && !strncmp(name, cpu_tune_cand_name(op, modes[i]), len))
-                return modes[i];
+    if (op == CPU_OP_AHEAD) { /* every mode cpu_tune_cand_name names */
+        for (int m = 0; m < CPU_TUNE_CANDS; m++)
+            if (*cpu_tune_cand_name(op, m) != '?' && strlen(cpu_tune_cand_name(op, m)) == len &&
+                !strncmp(name, cpu_tune_cand_name(op, m), len))
+                return m;
         return -1;
     }
     for (int l = 0; l <= (int)e->isa; l++)
