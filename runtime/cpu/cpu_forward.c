@@ -472,7 +472,7 @@ static void forget(cpu_run *r, const rt_cpu_op *op)
 static bool fuses_with(const cpu_engine *e, const cpu_step_op *a, const cpu_step_op *b)
 {
     const rt_cpu_op *x = a->op, *y = b->op;
-    if (y->kind != x->kind || y->in[0] != x->in[0] || y->param[0] != x->param[0] || a->tensor < 0 || b->tensor < 0 ||
+    if (y->kind != x->kind || x->out < 0 || y->out < 0 || y->in[0] != x->in[0] || y->param[0] != x->param[0] || a->tensor < 0 || b->tensor < 0 ||
         y->out == x->in[0] || x->out == x->in[0] || (a->sparse_gate && e->sparse) || (b->sparse_gate && e->sparse) ||
         !((x->kind == RT_CPU_BITLINEAR && a->codec && a->codec->matmul && b->codec && b->codec->matmul) ||
           (x->kind == RT_CPU_LINEAR && cpu_qdot_has(cpu_w(e, a->tensor, 0)->type))))
@@ -497,8 +497,8 @@ void cpu_forward_plan(cpu_engine *e)
         for (; i < end[l]; i += e->ops[i].fuse) {
             cpu_step_op *a = &e->ops[i];
             a->fuse = 1;
-            while (on && a->fuse < FUSE_MAX && i + a->fuse < end[l] && WIDTH(e, a[a->fuse - 1].op->out) % 16 == 0 &&
-                   fuses_with(e, a, &a[a->fuse]))
+            while (on && a->fuse < FUSE_MAX && i + a->fuse < end[l] && fuses_with(e, a, &a[a->fuse]) &&
+                   WIDTH(e, a[a->fuse - 1].op->out) % 16 == 0) /* after fuses_with: a product's output */
                 a->fuse++;
             for (int m = 1; m < a->fuse; m++)
                 a[m].fuse = 1;
