@@ -771,27 +771,29 @@ static void test_f16_dot(void **st)
  * reference's double sums; the same bound as the F16 dots (2K products and adds, 2^-24 each). */
 /* Attention's many-key forms (cpu_dot_f16_strided, cpu_axpy_f16_strided) against the one-key
  * dot and axpy, bit for bit, at every level this CPU runs: head sizes with and without a
- * 16-value tail, after a 32-value step or not, 1 to 33 keys (every remainder of the 16- and
- * 8-key groups) at a stride wider than the head (the K / V cache's rows), the last key ending
- * the allocation (a read past it is the sanitizers' to see), 1, 3, 4 or 5 queries at once (the
- * heads of a KV head: each its own inputs, weights and outputs; 5 runs as 4 + 1); outputs
+ * 16-value tail, after a 32-value step or not, with and without 128-value passes of the values
+ * (200: one and a rest of 64 + 8); 1 to 130 keys (every remainder of the 16- and 8-key groups
+ * and of the 4-key interleave, past the read-ahead's 64 keys) at a stride wider than the
+ * head (the K / V cache's rows), the last key ending the allocation (a read past it is the
+ * sanitizers' to see), 1 to 5 queries at once (the heads of a KV head: each its own inputs,
+ * weights and outputs; 5 runs as 4 + 1); outputs
  * poisoned, the values past each head untouched. */
 static void test_f16_strided(void **st)
 {
     (void)st;
     enum { NQ = 5 };
-    const int nqs[] = {1, 3, 4, 5};
-    const int dims[] = {8, 16, 32, 40, 64, 80, 100, 112, 128}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33};
+    const int nqs[] = {1, 2, 3, 4, 5};
+    const int dims[] = {8, 16, 32, 40, 64, 80, 100, 112, 128, 200, 256}, keys[] = {1, 7, 8, 9, 15, 16, 17, 33, 65, 130};
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_runs((cpu_isa)isa))
             continue;
-        for (int di = 0; di < 9; di++)
-            for (int ki = 0; ki < 8; ki++)
-                for (int qc = 0; qc < 4; qc++) {
+        for (int di = 0; di < 11; di++)
+            for (int ki = 0; ki < 10; ki++)
+                for (int qc = 0; qc < 5; qc++) {
                     const int n = dims[di], m = keys[ki], nq = nqs[qc];
                     const size_t stride = (size_t)n + 24, len = stride * (size_t)(m - 1) + (size_t)n; /* no slack */
                     uint16_t *h = malloc(sizeof(uint16_t) * len);
-                    float x[NQ][128], a[NQ][40], y[NQ][40], y1[NQ][40], o[NQ][132], o1[NQ][132];
+                    float x[NQ][256], a[NQ][136], y[NQ][136], y1[NQ][136], o[NQ][260], o1[NQ][260];
                     for (size_t i = 0; i < len; i++)
                         h[i] = fmt_f32_to_f16(frnd(1.0f));
                     for (int q = 0; q < nq; q++) {
@@ -803,7 +805,7 @@ static void test_f16_strided(void **st)
                             y1[q][j] = cpu_dot_f16_f32((cpu_isa)isa, h + (size_t)j * stride, x[q], n);
                         }
                     }
-                    cpu_dot_f16_strided((cpu_isa)isa, h, stride, x[0], 128, nq, n, m, y[0], 40);
+                    cpu_dot_f16_strided((cpu_isa)isa, h, stride, x[0], 256, nq, n, m, y[0], 136);
                     for (int q = 0; q < nq; q++)
                         if (memcmp(y[q], y1[q], sizeof(float) * m))
                             fail_msg("strided F16 dot, %s, head %d, %d keys, query %d of %d: not the one-key dots",
@@ -814,7 +816,7 @@ static void test_f16_strided(void **st)
                         for (int j = 0; j < m; j++)
                             cpu_axpy_f16((cpu_isa)isa, a[q][j], h + (size_t)j * stride, o1[q], n);
                     }
-                    cpu_axpy_f16_strided((cpu_isa)isa, a[0], 40, nq, h, stride, m, o[0], 132, n);
+                    cpu_axpy_f16_strided((cpu_isa)isa, a[0], 136, nq, h, stride, m, o[0], 260, n);
                     for (int q = 0; q < nq; q++)
                         if (memcmp(o[q], o1[q], sizeof(float) * (size_t)(n + 4)))
                             fail_msg("strided F16 axpy, %s, head %d, %d keys, query %d of %d: not the one-key axpys",

@@ -301,43 +301,57 @@ static inline void keys_ahead(const uint16_t *h, size_t stride, int n, int j, in
 
 /* 16 keys at a time: each key's two sums as dot_f16_avx512 makes them (per query, the same FMAs
  * in the same order), the reductions shared; each chunk of a key's row converted once for the NQ
- * queries, whose sums stay in registers (NQ a constant of each inlined instance) */
+ * queries, whose sums stay in registers (NQ a constant of each inlined instance). For one or two
+ * queries, 4 keys side by side (KI): one key's sums are two chains of n / 32 dependent FMAs per
+ * query, too few to fill the FMA pipes while the loop walks keys one by one (16 chains in flight
+ * instead of 4; one thread, a 128-wide head from the cache: 10.6 -> 6.5 ns a key;
+ * docs/performance.md). Four queries fill the registers with one key at a time. */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void dot_f16_keys_avx512(const uint16_t *h, size_t stride, const float *xq,
                                                                 size_t xs, const int NQ, int n, int m, float *yq,
                                                                 size_t ys)
 {
-    const int body = n / 16 * 16;
+    const int body = n / 16 * 16, KI = NQ <= 2 ? 4 : 1;
     for (int j0 = 0; j0 < m; j0 += 16) {
         const int G = m - j0 < 16 ? m - j0 : 16;
         keys_ahead(h, stride, n, j0 + KEYS_AHEAD, m);
         __m512 v[4][16];
-        for (int g = 0; g < 16; g++) {
-            __m512 s0[4], s1[4];
+        for (int g = 0; g < 16; g += KI) { /* KI keys side by side: independent chains in flight */
+            __m512 s0[4][4], s1[4][4];
+            const uint16_t *hk[4];
 #pragma GCC unroll 4
-            for (int q = 0; q < NQ; q++)
-                s0[q] = s1[q] = _mm512_setzero_ps();
+            for (int k = 0; k < KI; k++) { /* a key past the group reads the group's first again, unused */
+                hk[k] = h + (size_t)(j0 + (g + k < G ? g + k : 0)) * stride;
+#pragma GCC unroll 4
+                for (int q = 0; q < NQ; q++)
+                    s0[q][k] = s1[q][k] = _mm512_setzero_ps();
+            }
             if (g < G) {
-                const uint16_t *hk = h + (size_t)(j0 + g) * stride;
                 int i = 0;
-                for (; i + 32 <= n; i += 32) {
-                    const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i)));
-                    const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i + 16)));
+                for (; i + 32 <= n; i += 32)
 #pragma GCC unroll 4
-                    for (int q = 0; q < NQ; q++) {
-                        s0[q] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q]);
-                        s1[q] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xq + q * xs + i + 16), s1[q]);
+                    for (int k = 0; k < KI; k++) {
+                        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk[k] + i)));
+                        const __m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk[k] + i + 16)));
+#pragma GCC unroll 4
+                        for (int q = 0; q < NQ; q++) {
+                            s0[q][k] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q][k]);
+                            s1[q][k] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xq + q * xs + i + 16), s1[q][k]);
+                        }
                     }
-                }
-                if (i + 16 <= n) {
-                    const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk + i)));
+                if (i + 16 <= n)
 #pragma GCC unroll 4
-                    for (int q = 0; q < NQ; q++)
-                        s0[q] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q]);
-                }
+                    for (int k = 0; k < KI; k++) {
+                        const __m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hk[k] + i)));
+#pragma GCC unroll 4
+                        for (int q = 0; q < NQ; q++)
+                            s0[q][k] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xq + q * xs + i), s0[q][k]);
+                    }
             }
 #pragma GCC unroll 4
             for (int q = 0; q < NQ; q++)
-                v[q][g] = _mm512_add_ps(s0[q], s1[q]);
+#pragma GCC unroll 4
+                for (int k = 0; k < KI; k++)
+                    v[q][g + k] = _mm512_add_ps(s0[q][k], s1[q][k]);
         }
         for (int q = 0; q < NQ; q++) {
             const float *x = xq + q * xs;
@@ -463,31 +477,32 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float
                                                                  const uint16_t *h, size_t stride, int m, float *yq,
                                                                  size_t ys, int i0, const int NV)
 {
-    __m512 acc[4][4];
+    __m512 acc[4][8];
 #pragma GCC unroll 4
     for (int q = 0; q < NQ; q++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < NV; c++)
             acc[q][c] = _mm512_loadu_ps(yq + q * ys + i0 + 16 * c);
     for (int j = 0; j < m; j++) {
         const uint16_t *hk = h + (size_t)j * stride + i0;
-        __builtin_prefetch(hk + KEYS_AHEAD * stride, 0, 2); /* as the keys' loop */
-        __builtin_prefetch(hk + KEYS_AHEAD * stride + 32, 0, 2);
-        __m512 w[4];
 #pragma GCC unroll 4
+        for (int c = 0; c < NV; c += 2) /* the chunk's lines, KEYS_AHEAD keys ahead, as the keys' loop */
+            __builtin_prefetch(hk + KEYS_AHEAD * stride + 16 * c, 0, 2);
+        __m512 w[8];
+#pragma GCC unroll 8
         for (int c = 0; c < NV; c++)
             w[c] = f16x16(hk + 16 * c);
 #pragma GCC unroll 4
         for (int q = 0; q < NQ; q++) {
             const __m512 va = _mm512_set1_ps(aq[q * as + j]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int c = 0; c < NV; c++)
                 acc[q][c] = _mm512_fmadd_ps(va, w[c], acc[q][c]);
         }
     }
 #pragma GCC unroll 4
     for (int q = 0; q < NQ; q++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < NV; c++)
             _mm512_storeu_ps(yq + q * ys + i0 + 16 * c, acc[q][c]);
 }
@@ -500,18 +515,28 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void axpy_f16_keys_avx512(const float
     default: axpy_f16_keys_avx512(a, as, 4, h, stride, m, y, ys, i0, NV); break;                        \
     }
 
-/* 64 values a pass, then the last 16, 32 or 48 of a head (heads of 32: all-MiniLM's) in one
- * pass of as many registers, then the generic body's scalar tail */
+/* One or two queries (a KV head of 1 or 2 heads: Qwen3's, Bonsai's): 128 values a pass, so each
+ * key's row of a 128-wide head is read in one piece in one pass (16 sums in registers), not in
+ * two passes of 64 over strided rows; then, and for more queries, 64 values a pass; then the
+ * last 16, 32 or 48 of a head (heads of 32: all-MiniLM's) in one pass of as many registers, then
+ * the generic body's scalar tail. Each y value's FMAs key by key in order in every form. */
 CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *aq, size_t as, int nq, const uint16_t *h, size_t stride,
                                                       int m, float *yq, size_t ys, int n)
 {
     const int full = n / 64 * 64, body = n / 16 * 16;
+    const int wide_end = nq <= 2 ? n / 128 * 128 : 0;
+    for (int i0 = 0; i0 < wide_end; i0 += 128) /* one or two queries: 128 values a pass */
+        if (nq == 1)
+            axpy_f16_keys_avx512(aq, as, 1, h, stride, m, yq, ys, i0, 8);
+        else
+            axpy_f16_keys_avx512(aq, as, 2, h, stride, m, yq, ys, i0, 8);
     for (int q0 = 0; q0 < nq; q0 += 4) {
         const float *a = aq + q0 * as;
         float *y = yq + q0 * ys;
-        for (int i0 = 0; i0 < full; i0 += 64)
+        int i0 = wide_end;
+        for (; i0 < full; i0 += 64)
             AXPY_KEYS_NQ(4)
-        const int i0 = full;
+        i0 = full;
         switch ((body - full) / 16) {
         case 1: AXPY_KEYS_NQ(1) break;
         case 2: AXPY_KEYS_NQ(2) break;
