@@ -329,9 +329,12 @@ test: all check-generated $(if $(GEN_UBSAN),gen-ubsan)
 # TERNION_SPV_CACHE: the suites build the same test models' kernels in separate processes
 # (the kernel suites, their subgroup sweep, the end-to-end suites); one folder, emptied at the
 # start of each run, keeps each source's SPIR-V for the others: dsl/dsl_disk_cache.c.)
+# Instrumented at -O1 the suites run several times slower: test_kernels and test_oracle ran past
+# tests/run_tests.sh's SUITE_TIMEOUT (20 minutes, a guard against hangs) on a 2-core machine and
+# were killed, so this run allows each suite 2 hours.
 asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SUITE_TIMEOUT=$${SUITE_TIMEOUT:-7200} \
 	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
 # The test suite with the Khronos validation layer on every Vulkan instance; any
