@@ -533,10 +533,9 @@ CPU_TARGET_AVX512 static void axpy_f16_strided_avx512(const float *aq, size_t as
     for (int q0 = 0; q0 < nq; q0 += 4) {
         const float *a = aq + q0 * as;
         float *y = yq + q0 * ys;
-        int i0 = wide_end;
-        for (; i0 < full; i0 += 64)
+        for (int i0 = wide_end; i0 < full; i0 += 64)
             AXPY_KEYS_NQ(4)
-        i0 = full;
+        const int i0 = full;
         switch ((body - full) / 16) {
         case 1: AXPY_KEYS_NQ(1) break;
         case 2: AXPY_KEYS_NQ(2) break;
