@@ -684,20 +684,21 @@ static void test_kq_dot(void **st)
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
  * Several tokens (1 to 28: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
- * remainder, AVX-512's blocks of K with the sums carried for 7 to 16 tokens (K 2,560: five
- * blocks of 512 at 7 and 8 tokens, a last partial one from 9 on) and its whole rows past
- * them, which past K 2,048 go through K in blocks of 1,024 with the tiles' sums carried, 24
- * tokens at a time (K 2,100 and 2,560: a last block of 52 and 512; 17 to 28 tokens: one and
- * two chunks); 13 rows split as threads would, at rows 1, 2, 3 and 5, so a range starts with
- * groups of 1 to 4 rows and a group of 8 with 5 after it; K with and without a 16-value step
- * after the 32-value ones, and a scalar tail): each
+ * remainder, AVX-512's blocks of K with the sums carried for 3 to 16 tokens in tiles of 3 rows
+ * by 1 to 8 tokens (K 2,560: five blocks of 512 at 3 to 8 tokens, a last partial one from 9 on;
+ * 9 to 16 tokens: two tiles) and its whole rows past them, which past K 2,048 go through K in
+ * blocks of 1,024 with the tiles' sums carried, 24 tokens at a time (K 2,100 and 2,560: a last
+ * block of 52 and 512; 17 to 28 tokens: one and two chunks); 17 rows split as threads would,
+ * at rows 1, 2, 3 and 5, so a range starts with groups of 1 to 5 rows (tiles of 1 to 3) and a
+ * group of 12 with 0, 2, 3 or 4 after it; K with and without a 16-value step after the 32-value
+ * ones, and a scalar tail): each
  * token's sums equal the one-token dot's bit for bit (a multi-row decode step gives each row a
  * one-row step's logits), outputs poisoned, each call writing its own rows and tokens only
- * (guard columns past the 13 rows). */
+ * (guard columns past the 17 rows). */
 static void test_f16_dot(void **st)
 {
     (void)st;
-    const int dims[] = {16, 48, 100, 120, 256, 2100, 2560}, NT = 28, V = 13;
+    const int dims[] = {16, 48, 100, 120, 256, 2100, 2560}, NT = 28, V = 17;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
         if (cpu_isa_runs((cpu_isa)isa)) /* every level this CPU runs */
         for (int di = 0; di < 7; di++) {
@@ -705,7 +706,7 @@ static void test_f16_dot(void **st)
             uint16_t *w = malloc(2 * K * V);
             float *x = malloc(sizeof(float) * K * NT), *y = malloc(sizeof(float) * V * NT), *yr = malloc(sizeof(float) * V);
             float *y1 = malloc(sizeof(float) * V * NT), *y2 = malloc(sizeof(float) * V * NT);
-            float *yg = malloc(sizeof(float) * 16 * NT);
+            float *yg = malloc(sizeof(float) * 20 * NT);
             for (int i = 0; i < K * V; i++)
                 w[i] = fmt_f32_to_f16(frnd(1.0f));
             for (int i = 0; i < K * NT; i++)
@@ -716,7 +717,7 @@ static void test_f16_dot(void **st)
             for (int t = 0; t < NT; t++) /* one token at a time (the fused one-token dot) */
                 cpu_table_dot((cpu_isa)isa, c, &cw, 0, V, x + (size_t)t * K, 1, y1 + t * V, V, scratch);
             static const int splits[] = {1, 2, 3, 5};
-            enum { LDY = 16 }; /* V rows, then 3 guard columns no call may write */
+            enum { LDY = 20 }; /* V rows, then 3 guard columns no call may write */
             for (int n = 1; n <= NT; n++)
                 for (int si = 0; si < 4; si++) {
                     for (int i = 0; i < LDY * NT; i++)

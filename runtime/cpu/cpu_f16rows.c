@@ -13,7 +13,9 @@
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
  * gives each row the logits of a one-row step and an input the same vector alone or packed
  * with others; what changes is that a row's conversion serves many tokens, so the table is read
- * once per step instead of once per token. AVX-512: up to 4 rows converted to floats once
+ * once per step instead of once per token. AVX-512: 3 to 16 tokens (a decode step of a few
+ * sequences) in blocks of K, tiles of 3 rows by up to 8 tokens converting in registers
+ * (f16_rows_blk_avx512); 1, 2 or more than 16 tokens: up to 4 rows converted to floats once
  * (the caller's scratch: f16 -> f32 is exact, so the products are the dot's), then tiles of those
  * rows by 3 tokens, 4 x 3 x 2 sums in registers: per 16 lanes 4 + 3 loads feed 12 FMAs, where
  * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
@@ -156,107 +158,111 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
 }
 #undef F16_AVX2_STEP
 
-/* 7 .. F16_BLK_TOKENS tokens (a multi-row decode step's head): the tiles above read every
- * token's whole input per group of rows, from L2 once the inputs outgrow L1 (8 tokens of 2,560
- * floats: 80 KiB), so the FMAs wait on loads. Here K goes in blocks (f16_blk_k: the tokens'
- * slices of a block, 16 KiB at most, stay in L1) over a group of F16_BLK_ROWS rows, and each
- * (row, token) pair's two sums are carried in the scratch from block to block: the same FMAs on
- * the same lanes in the same order, so the one-token dot's bits. Per block, 4 rows at a time are
- * converted to floats once for all the tokens, then tiles of 4 rows x up to 6 tokens; the next
- * group's rows are asked for from memory meanwhile. One core of the AMD EPYC VM
- * (docs/performance.md), a 128,256 x 2,560 table: 8 tokens 84-112 -> 52-64 ms, 12 tokens 113 ->
- * 77, 16 tokens 167 -> 97; for 3 to 6 tokens the tiles above stay faster (32-46 ms against
- * 35-52), converting each row in registers. */
-#define F16_BLK_MIN 7
-#define F16_BLK_ROWS 8
+/* 3 .. F16_BLK_TOKENS tokens (a multi-row decode step's head): K goes in blocks (f16_blk_k: the
+ * tokens' slices of a block, 16 KiB at most, stay in L1) over a group of F16_BLK_ROWS rows, and
+ * each (row, token) pair's two sums are carried in the scratch from block to block: the same
+ * FMAs on the same lanes in the same order, so the one-token dot's bits. Per block, tiles of 3
+ * rows by up to 8 tokens: each row's 16 values converted in a register once for all the tile's
+ * tokens, each token's 16 inputs loaded once for the 3 rows, 24 sums in registers (3 + 8 loads
+ * feed 24 FMAs). The group two ahead is asked for from memory meanwhile, two lines a step at
+ * most. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
+ * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
+ * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
+ * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens stay on the tiles that convert
+ * every row in registers (31-37 against 42-48 ms). */
+#define F16_BLK_MIN 3
+#define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
+#define F16_BLK_AHEAD 2 /* groups */
 static inline int f16_blk_k(int n)
 {
     const int kb = (4096 / n) & ~31; /* floats per token in a block */
     return kb > 512 ? 512 : kb < 32 ? 32 : kb;
 }
 
-/* rows a [R][lda] (floats) against tokens x [T][K] over m 32-value steps, the sums carried in
- * st: pair (r, t) at st + r * ldr + t * 32 (s0, fed by the first 16 values of each step, in the
- * first 16 floats; s1, by the second 16, in the next). Each sum's FMAs run in its own order, so
- * s0's chain over the block runs first, then s1's: one sum per pair in registers at a time,
- * 4 x 6 of them. */
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const float *a, int lda, int R, const float *x, int T,
-                                                            int K, int m, float *st, int ldr, const char *ahead, int nl)
+/* F16 rows h [R][K] (R <= 3) against tokens x [T][K] (T <= 8) over m 32-value steps, the sums
+ * carried in st: pair (r, t) at st + r * ldr + t * 32 (s0, fed by the first 16 values of each
+ * step, in the first 16 floats; s1, by the second 16, in the next). Each sum's FMAs run in its
+ * own order, so s0's chain over the block runs first, then s1's: one sum per pair in registers
+ * at a time. Step j asks for lines 2j and 2j + 1 of ahead (those below nl) into L2. */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const uint16_t *h, int R, const float *x, int T, int K,
+                                                            int m, float *st, int ldr, const char *ahead, int nl)
 {
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; hf++) {
-        __m512 s[4][6];
-#pragma GCC unroll 4
+        __m512 s[3][8];
+#pragma GCC unroll 3
         for (int r = 0; r < R; r++)
-#pragma GCC unroll 6
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++)
                 s[r][t] = _mm512_loadu_ps(st + r * ldr + t * 32 + 16 * hf);
         for (int j = 0; j < m; j++) {
-            if (hf * m + j < nl) /* one line of the next group's rows a step (into L2) */
-                __builtin_prefetch(ahead + (size_t)(hf * m + j) * 64, 0, 1);
-            __m512 w[4];
-#pragma GCC unroll 4
+            const int l = (hf * m + j) * 2;
+            if (l < nl)
+                __builtin_prefetch(ahead + (size_t)l * 64, 0, 1);
+            if (l + 1 < nl)
+                __builtin_prefetch(ahead + (size_t)(l + 1) * 64, 0, 1);
+            __m512 w[3];
+#pragma GCC unroll 3
             for (int r = 0; r < R; r++) {
-                w[r] = _mm512_loadu_ps(a + (size_t)r * lda + j * 32 + 16 * hf);
-                __asm__("" : "+v"(w[r])); /* kept in a register: the tokens' FMAs read x from memory */
+                w[r] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + (size_t)r * K + j * 32 + 16 * hf)));
+                __asm__("" : "+v"(w[r])); /* kept in a register for the tile's tokens */
             }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
-                const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + j * 32 + 16 * hf);
-#pragma GCC unroll 4
+                __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + j * 32 + 16 * hf);
+                __asm__("" : "+v"(xv)); /* loaded once for the 3 rows, not folded into each FMA */
+#pragma GCC unroll 3
                 for (int r = 0; r < R; r++)
                     s[r][t] = _mm512_fmadd_ps(w[r], xv, s[r][t]);
             }
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 3
         for (int r = 0; r < R; r++)
-#pragma GCC unroll 6
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++)
                 _mm512_storeu_ps(st + r * ldr + t * 32 + 16 * hf, s[r][t]);
     }
 }
 
 #define F16_BLK_T(R, T)                                                                                 \
-    case T: f16_blk_tile(a, kb, R, xt, T, K, m, sr, ldr, ahead + (size_t)done * 64, nl); break;
+    case T: f16_blk_tile(hr, R, xt, T, K, m, sr, ldr, ahead + (size_t)done * 64, nl); break;
 #define F16_BLK_CASE(R)                                                                                 \
     case R:                                                                                             \
         switch (T) {                                                                                    \
             F16_BLK_T(R, 1) F16_BLK_T(R, 2) F16_BLK_T(R, 3) F16_BLK_T(R, 4) F16_BLK_T(R, 5)             \
-            default: f16_blk_tile(a, kb, R, xt, 6, K, m, sr, ldr, ahead + (size_t)done * 64, nl); break; \
+            F16_BLK_T(R, 6) F16_BLK_T(R, 7)                                                             \
+            default: f16_blk_tile(hr, R, xt, 8, K, m, sr, ldr, ahead + (size_t)done * 64, nl); break;   \
         }                                                                                               \
         break;
 
 CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x,
-                                                  int n, float *y, int64_t ldy, float *scratch)
+                                                  int n, float *y, int64_t ldy, float *st)
 {
     const int kb = f16_blk_k(n), k32 = K / 32 * 32, ldr = n * 32;
-    const int tiles = (n + 5) / 6; /* tiles of at most 6 tokens, as even as they come */
-    float *st = scratch, *a = scratch + F16_BLK_ROWS * F16_BLK_TOKENS * 32; /* sums; 4 rows' block */
+    const int tiles = (n + 7) / 8; /* tiles of at most 8 tokens, as even as they come */
     for (int64_t g = r0; g < r1; g += F16_BLK_ROWS) {
         const int G = r1 - g < F16_BLK_ROWS ? (int)(r1 - g) : F16_BLK_ROWS;
-        /* the next group's rows (one region, G * K * 2 bytes on) asked for from memory while
-         * this one runs, as many bytes as it converts, a line a step of the tiles: asked for in
-         * one burst before each conversion they filled the line-fill buffers and stalled it
-         * (a quarter of this function's samples, perf, 8 tokens, the Intel VM) */
-        const char *ahead = (const char *)(w + (g + G) * K);
+        /* the rows F16_BLK_AHEAD groups on (one region, from (g + F16_BLK_AHEAD * G) * K * 2 bytes),
+         * as many lines as this group reads, spread over the tiles' steps: asked for in one burst
+         * they fill the line-fill buffers and stall the tiles; one group ahead read 10-11 GB/s
+         * where two read 12.5 (8 tokens, one core) */
+        const char *ahead = (const char *)(w + (g + F16_BLK_AHEAD * G) * K);
         memset(st, 0, sizeof(float) * (size_t)G * ldr);
         for (int k0 = 0; k0 < k32; k0 += kb) {
             const int kn = k32 - k0 < kb ? k32 - k0 : kb, m = kn / 32;
-            for (int s4 = 0; s4 < G; s4 += 4) {
-                const int R = G - s4 < 4 ? G - s4 : 4;
-                for (int r = 0; r < R; r++)
-                    cpu_f16_to_f32(CPU_ISA_AVX512, w + (g + s4 + r) * K + k0, a + (size_t)r * kb, kn);
-                const int lines = R * m; /* what the next group converts for this block's R rows */
+            for (int s3 = 0; s3 < G; s3 += 3) {
+                const int R = G - s3 < 3 ? G - s3 : 3;
+                const uint16_t *hr = w + (g + s3) * K + k0;
+                const int lines = R * m, per = (lines + tiles - 1) / tiles; /* per tile: <= 2 a step */
                 for (int ti = 0, t0 = 0, done = 0; ti < tiles; ti++) {
-                    const int T = (n - t0) / (tiles - ti), nl = lines - done < 2 * m ? lines - done : 2 * m;
+                    const int T = (n - t0) / (tiles - ti), nl = lines - done < per ? lines - done : per;
                     const float *xt = x + (size_t)t0 * K + k0;
-                    float *sr = st + (size_t)s4 * ldr + t0 * 32;
+                    float *sr = st + (size_t)s3 * ldr + t0 * 32;
                     switch (R) {
                         F16_BLK_CASE(1)
                         F16_BLK_CASE(2)
                         F16_BLK_CASE(3)
-                        F16_BLK_CASE(4)
                     }
                     t0 += T;
                     done += nl;
@@ -322,8 +328,8 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                               float *y, int64_t ldy, float *a)
 {
-    /* one or two tiles of tokens (a decode step of a few sequences): each row converted in
-     * registers where it is read, as often as there are tiles; more: once into a */
+    /* 3 to 16 tokens: blocks of K, rows converted in the tiles (above). One or two tokens: each
+     * row converted in registers where it is read; more than 16: once into a */
     if (n >= F16_BLK_MIN && n <= F16_BLK_TOKENS) {
         f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
         return;
@@ -413,8 +419,7 @@ size_t cpu_dot_f16_rows_scratch(int K)
     /* f16_rows_avx512's 4 converted rows and, past F16_CARRY_K, its carried sums */
     const size_t rows = sizeof(float) * (4 * (size_t)K + (size_t)(F16_CARRY_TOKENS + 2) / 3 * 4 * 3 * 32);
 #if CPU_X86
-    const int kb = f16_blk_k(F16_BLK_MIN); /* the largest block */
-    const size_t blk = sizeof(float) * ((size_t)F16_BLK_ROWS * F16_BLK_TOKENS * 32 + 4 * (size_t)(K < kb ? K : kb));
+    const size_t blk = sizeof(float) * (size_t)F16_BLK_ROWS * F16_BLK_TOKENS * 32; /* the carried sums */
     return (rows > blk ? rows : blk) + 64;
 #else
     return rows + 64;
