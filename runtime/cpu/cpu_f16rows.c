@@ -169,7 +169,7 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
  * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
  * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
  * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens stay on the tiles that convert
- * every row in registers (31-37 against 42-48 ms). */
+ * every row in registers (31-38 against 42-48 ms). */
 #define F16_BLK_MIN 3
 #define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
@@ -245,8 +245,8 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
         const int G = r1 - g < F16_BLK_ROWS ? (int)(r1 - g) : F16_BLK_ROWS;
         /* the rows F16_BLK_AHEAD groups on (one region, from (g + F16_BLK_AHEAD * G) * K * 2 bytes),
          * as many lines as this group reads, spread over the tiles' steps: asked for in one burst
-         * they fill the line-fill buffers and stall the tiles; one group ahead read 10-11 GB/s
-         * where two read 12.5 (8 tokens, one core) */
+         * they fill the line-fill buffers and stall the tiles; one group ahead read 10.0-12.4 GB/s
+         * where two read 12.3-12.5 (8 tokens, one core) */
         const char *ahead = (const char *)(w + (g + F16_BLK_AHEAD * G) * K);
         memset(st, 0, sizeof(float) * (size_t)G * ldr);
         for (int k0 = 0; k0 < k32; k0 += kb) {
