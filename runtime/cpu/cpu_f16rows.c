@@ -164,8 +164,8 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
  * FMAs on the same lanes in the same order, so the one-token dot's bits. Per block, tiles of 3
  * rows by up to 8 tokens: each row's 16 values converted in a register once for all the tile's
  * tokens, each token's 16 inputs loaded once for the 3 rows, 24 sums in registers (3 + 8 loads
- * feed 24 FMAs). The group two ahead is asked for from memory meanwhile, two lines a step at
- * most. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
+ * feed 24 FMAs). The group four ahead is asked for from memory meanwhile (into L2, two lines a
+ * step at most), and the next 3 rows' block into L1. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
  * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
  * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
  * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens stay on the tiles that convert
@@ -173,7 +173,7 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
 #define F16_BLK_MIN 3
 #define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
-#define F16_BLK_AHEAD 2 /* groups */
+#define F16_BLK_AHEAD 4 /* groups */
 static inline int f16_blk_k(int n)
 {
     const int kb = (4096 / n) & ~31; /* floats per token in a block */
@@ -184,7 +184,8 @@ static inline int f16_blk_k(int n)
  * carried in st: pair (r, t) at st + r * ldr + t * 32 (s0, fed by the first 16 values of each
  * step, in the first 16 floats; s1, by the second 16, in the next). Each sum's FMAs run in its
  * own order, so s0's chain over the block runs first, then s1's: one sum per pair in registers
- * at a time. Step j asks for lines 2j and 2j + 1 of ahead (those below nl) into L2. */
+ * at a time. Step j asks for lines 2j and 2j + 1 of ahead (those below nl) into L2 and, in s0's
+ * pass, line j of this block in each of the 3 rows after the tile's into L1. */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const uint16_t *h, int R, const float *x, int T, int K,
                                                             int m, float *st, int ldr, const char *ahead, int nl)
 {
@@ -202,6 +203,10 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const uint16_t *h, 
                 __builtin_prefetch(ahead + (size_t)l * 64, 0, 1);
             if (l + 1 < nl)
                 __builtin_prefetch(ahead + (size_t)(l + 1) * 64, 0, 1);
+            if (hf == 0) /* the next 3 rows' lines of this block, from L2 into L1 */
+#pragma GCC unroll 3
+                for (int q = 0; q < 3; q++)
+                    __builtin_prefetch(h + (size_t)(3 + q) * K + j * 32, 0, 3);
             __m512 w[3];
 #pragma GCC unroll 3
             for (int r = 0; r < R; r++) {
@@ -245,8 +250,10 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
         const int G = r1 - g < F16_BLK_ROWS ? (int)(r1 - g) : F16_BLK_ROWS;
         /* the rows F16_BLK_AHEAD groups on (one region, from (g + F16_BLK_AHEAD * G) * K * 2 bytes),
          * as many lines as this group reads, spread over the tiles' steps: asked for in one burst
-         * they fill the line-fill buffers and stall the tiles; one group ahead read 10.0-12.4 GB/s
-         * where two read 12.3-12.5 (8 tokens, one core) */
+         * they fill the line-fill buffers and stall the tiles. The 2B4T head of an 8-sequence
+         * step, 2 threads (docs/performance.md): no request 40-50 ms, one group ahead 28-32; in 6
+         * alternated runs two groups 26.0-28.4 (median 26.4), four and the next rows into L1
+         * 24.1-37.1 (median 24.9, 5 of the 6 faster) */
         const char *ahead = (const char *)(w + (g + F16_BLK_AHEAD * G) * K);
         memset(st, 0, sizeof(float) * (size_t)G * ldr);
         for (int k0 = 0; k0 < k32; k0 += kb) {
