@@ -13,9 +13,10 @@
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
  * gives each row the logits of a one-row step and an input the same vector alone or packed
  * with others; what changes is that a row's conversion serves many tokens, so the table is read
- * once per step instead of once per token. AVX-512: 3 to 16 tokens (a decode step of a few
- * sequences) in blocks of K, tiles of 3 rows by up to 8 tokens converting in registers
- * (f16_rows_blk_avx512); 1, 2 or more than 16 tokens: up to 4 rows converted to floats once
+ * once per step instead of once per token. AVX-512: 2 tokens a row at a time (f16_rows_2_avx512);
+ * 3 to 16 tokens (a decode step of a few sequences) in blocks of K, tiles of 3 rows by up to 8
+ * tokens converting in registers (f16_rows_blk_avx512); 1 or more than 16 tokens: up to 4 rows
+ * converted to floats once
  * (the caller's scratch: f16 -> f32 is exact, so the products are the dot's), then tiles of those
  * rows by 3 tokens, 4 x 3 x 2 sums in registers: per 16 lanes 4 + 3 loads feed 12 FMAs, where
  * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
@@ -168,8 +169,8 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
  * step at most), and the next 3 rows' block into L1. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
  * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
  * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
- * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens stay on the tiles that convert
- * every row in registers (31-38 against 42-48 ms). */
+ * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens go a row at a time (below; these
+ * tiles measured 42-48 ms there). */
 #define F16_BLK_MIN 3
 #define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
@@ -313,6 +314,45 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 #undef F16_BLK_CASE
 #undef F16_BLK_T
 
+/* 2 tokens (a decode step of two sequences): one row at a time, as the one-token dot reads the
+ * head (one stream from memory, asked for ahead as it does), each row's 16 values converted once
+ * for both tokens, each token's two sums, its 16-value step, reduction and scalar tail as
+ * dot_f16_avx512 makes them: the same bits. One core of the AMD EPYC VM (docs/performance.md),
+ * a 128,256 x 2,560 table from memory, 4 alternated runs against the tiles of 4 rows: 33.6-36.7
+ * -> 29.0-31.5 ms (L2 requests), 32.8-34.0 -> 23.7-25.8 (L1 and L2). */
+CPU_TARGET_AVX512 static void f16_rows_2_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x,
+                                                float *y, int64_t ldy)
+{
+    const float *x0 = x, *x1 = x + K;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint16_t *h = w + r * K;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+        int i = 0;
+        for (; i + 32 <= K; i += 32) {
+            cpu_stream_ahead(h + i);
+            const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+            const __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16)));
+            a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x0 + i), a0);
+            a1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x0 + i + 16), a1);
+            b0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x1 + i), b0);
+            b1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x1 + i + 16), b1);
+        }
+        for (; i + 16 <= K; i += 16) {
+            const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+            a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x0 + i), a0);
+            b0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x1 + i), b0);
+        }
+        float u0 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)), u1 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+        for (; i < K; i++) {
+            const float f = fmt_f16_to_f32(h[i]);
+            u0 += f * x0[i];
+            u1 += f * x1[i];
+        }
+        y[r] = u0;
+        y[ldy + r] = u1;
+    }
+}
+
 /* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
  * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance.
  * Past F16_CARRY_K values a row, the 4 converted rows and 3 tokens' inputs outgrow L1 (at K =
@@ -335,8 +375,13 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                               float *y, int64_t ldy, float *a)
 {
-    /* 3 to 16 tokens: blocks of K, rows converted in the tiles (above). One or two tokens: each
-     * row converted in registers where it is read; more than 16: once into a */
+    /* 2 tokens: a row at a time (above); 3 to 16: blocks of K, rows converted in the tiles
+     * (above); one token: each row converted in registers where it is read; more than 16: once
+     * into a */
+    if (n == 2) {
+        f16_rows_2_avx512(w, r0, r1, K, x, y, ldy);
+        return;
+    }
     if (n >= F16_BLK_MIN && n <= F16_BLK_TOKENS) {
         f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
         return;
