@@ -684,9 +684,10 @@ static void test_kq_dot(void **st)
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
  * Several tokens (1 to 28: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
- * remainder, AVX-512's blocks of K with the sums carried for 3 to 16 tokens in tiles of 3 rows
- * by 1 to 8 tokens (K 2,560: five blocks of 512 at 3 to 8 tokens, a last partial one from 9 on;
- * 9 to 16 tokens: two tiles) and its whole rows past them, which past K 2,048 go through K in
+ * remainder, AVX-512's rows one at a time for 2 and 3 tokens, its blocks of K with the sums
+ * carried for 4 to 16 tokens in tiles of 3 rows by 4 to 8 tokens (K 2,560: five blocks of 512 at
+ * 4 to 8 tokens, smaller ones from 9 on with a last partial one at 9-11, 13 and 14; 9 to 16
+ * tokens: two tiles) and its whole rows past them, which past K 2,048 go through K in
  * blocks of 1,024 with the tiles' sums carried, 24 tokens at a time (K 2,100 and 2,560: a last
  * block of 52 and 512; 17 to 28 tokens: one and two chunks); 17 rows split as threads would,
  * at rows 1, 2, 3 and 5, so a range starts with groups of 1 to 5 rows (tiles of 1 to 3) and a

@@ -146,8 +146,8 @@ static int f16_token_block(int K)
 }
 
 /* One token: converted and multiplied in one pass; several: per block of tokens, a row
- * converted once for the block (AVX-512: 4 rows into the thread's scratch) or once for a tile of
- * them (AVX2) (cpu_dot_f16_rows: the one-token dot's bits, so the same bits in any block). */
+ * converted once for the tokens of a block or tile (cpu_dot_f16_rows, its cases by token count:
+ * the one-token dot's bits, so the same bits in any block). */
 static void f16_dot_rows(cpu_isa isa, const cpu_weight *w, int64_t r0, int64_t r1, const float *x, int n, float *y,
                          int64_t ldy, void *scratch)
 {

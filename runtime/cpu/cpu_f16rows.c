@@ -13,10 +13,10 @@
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
  * gives each row the logits of a one-row step and an input the same vector alone or packed
  * with others; what changes is that a row's conversion serves many tokens, so the table is read
- * once per step instead of once per token. AVX-512: 2 tokens a row at a time (f16_rows_2_avx512);
- * 3 to 16 tokens (a decode step of a few sequences) in blocks of K, tiles of 3 rows by up to 8
- * tokens converting in registers (f16_rows_blk_avx512); 1 or more than 16 tokens: up to 4 rows
- * converted to floats once
+ * once per step instead of once per token. AVX-512: 2 or 3 tokens a row at a time (f16_rows_few);
+ * 4 to 16 tokens (a decode step of a few sequences) in blocks of K, tiles of 3 rows by up to 8
+ * tokens converting in registers (f16_rows_blk_avx512); one token: tiles of up to 4 rows
+ * converting in registers; more than 16 tokens: up to 4 rows converted to floats once
  * (the caller's scratch: f16 -> f32 is exact, so the products are the dot's), then tiles of those
  * rows by 3 tokens, 4 x 3 x 2 sums in registers: per 16 lanes 4 + 3 loads feed 12 FMAs, where
  * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
@@ -159,7 +159,7 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
 }
 #undef F16_AVX2_STEP
 
-/* 3 .. F16_BLK_TOKENS tokens (a multi-row decode step's head): K goes in blocks (f16_blk_k: the
+/* F16_BLK_MIN .. F16_BLK_TOKENS tokens (a multi-row decode step's head): K goes in blocks (f16_blk_k: the
  * tokens' slices of a block, 16 KiB at most, stay in L1) over a group of F16_BLK_ROWS rows, and
  * each (row, token) pair's two sums are carried in the scratch from block to block: the same
  * FMAs on the same lanes in the same order, so the one-token dot's bits. Per block, tiles of 3
@@ -169,9 +169,9 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
  * step at most), and the next 3 rows' block into L1. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
  * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
  * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
- * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 tokens go a row at a time (below; these
- * tiles measured 42-48 ms there). */
-#define F16_BLK_MIN 3
+ * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 and 3 tokens go a row at a time (below;
+ * these tiles measured 42-48 ms at 2 tokens). */
+#define F16_BLK_MIN 4
 #define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
 #define F16_BLK_AHEAD 4 /* groups */
@@ -236,8 +236,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_blk_tile(const uint16_t *h, 
 #define F16_BLK_CASE(R)                                                                                 \
     case R:                                                                                             \
         switch (T) {                                                                                    \
-            F16_BLK_T(R, 1) F16_BLK_T(R, 2) F16_BLK_T(R, 3) F16_BLK_T(R, 4) F16_BLK_T(R, 5)             \
-            F16_BLK_T(R, 6) F16_BLK_T(R, 7)                                                             \
+            F16_BLK_T(R, 4) F16_BLK_T(R, 5) F16_BLK_T(R, 6) F16_BLK_T(R, 7) /* T >= F16_BLK_MIN */       \
             default: f16_blk_tile(hr, R, xt, 8, K, m, sr, ldr, ahead + (size_t)done * 64, nl); break;   \
         }                                                                                               \
         break;
@@ -314,42 +313,52 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 #undef F16_BLK_CASE
 #undef F16_BLK_T
 
-/* 2 tokens (a decode step of two sequences): one row at a time, as the one-token dot reads the
- * head (one stream from memory, asked for ahead as it does), each row's 16 values converted once
- * for both tokens, each token's two sums, its 16-value step, reduction and scalar tail as
- * dot_f16_avx512 makes them: the same bits. One core of the AMD EPYC VM (docs/performance.md),
- * a 128,256 x 2,560 table from memory, 4 alternated runs against the tiles of 4 rows: 33.6-36.7
- * -> 29.0-31.5 ms (L2 requests), 32.8-34.0 -> 23.7-25.8 (L1 and L2). */
-CPU_TARGET_AVX512 static void f16_rows_2_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x,
-                                                float *y, int64_t ldy)
+/* 2 or 3 tokens (a decode step of two or three sequences): one row at a time, as the one-token
+ * dot reads the head (one stream from memory, asked for ahead as it does), each row's 16 values
+ * converted once for the T tokens, each token's two sums, its 16-value step, reduction and
+ * scalar tail as dot_f16_avx512 makes them: the same bits. T is a constant at each call (always
+ * inlined), so the sums stay in registers. One core of the AMD EPYC VM (docs/performance.md), a
+ * 128,256 x 2,560 table from memory, alternated runs against the tiles before: 2 tokens
+ * 33.6-36.7 -> 29.0-31.5 ms (L2 requests), 32.8-34.0 -> 23.7-25.8 (L1 and L2); 3 tokens 36.1-40.7
+ * -> 30.0-30.2 (L2). At 4 tokens it measured 32.6-46.3 against the blocks' 38.9-39.5, at 6 and 8
+ * twice theirs (every token's whole input read per row, from L2 past 4 tokens of 2,560). */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_rows_few(const uint16_t *w, int64_t r0, int64_t r1, int K,
+                                                            const float *x, int T, float *y, int64_t ldy)
 {
-    const float *x0 = x, *x1 = x + K;
     for (int64_t r = r0; r < r1; r++) {
         const uint16_t *h = w + r * K;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+        __m512 s[3][2];
+#pragma GCC unroll 3
+        for (int t = 0; t < T; t++)
+            s[t][0] = s[t][1] = _mm512_setzero_ps();
         int i = 0;
         for (; i + 32 <= K; i += 32) {
             cpu_stream_ahead(h + i);
             const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
             const __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16)));
-            a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x0 + i), a0);
-            a1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x0 + i + 16), a1);
-            b0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x1 + i), b0);
-            b1 = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x1 + i + 16), b1);
+#pragma GCC unroll 3
+            for (int t = 0; t < T; t++) {
+                s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + (size_t)t * K + i), s[t][0]);
+                s[t][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + (size_t)t * K + i + 16), s[t][1]);
+            }
         }
         for (; i + 16 <= K; i += 16) {
             const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
-            a0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x0 + i), a0);
-            b0 = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x1 + i), b0);
+#pragma GCC unroll 3
+            for (int t = 0; t < T; t++)
+                s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + (size_t)t * K + i), s[t][0]);
         }
-        float u0 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)), u1 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+        float u[3];
+#pragma GCC unroll 3
+        for (int t = 0; t < T; t++)
+            u[t] = _mm512_reduce_add_ps(_mm512_add_ps(s[t][0], s[t][1]));
         for (; i < K; i++) {
             const float f = fmt_f16_to_f32(h[i]);
-            u0 += f * x0[i];
-            u1 += f * x1[i];
+            for (int t = 0; t < T; t++)
+                u[t] += f * x[(size_t)t * K + i];
         }
-        y[r] = u0;
-        y[ldy + r] = u1;
+        for (int t = 0; t < T; t++)
+            y[t * ldy + r] = u[t];
     }
 }
 
@@ -375,18 +384,21 @@ CPU_TARGET_AVX512 static void f16_rows_2_avx512(const uint16_t *w, int64_t r0, i
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                               float *y, int64_t ldy, float *a)
 {
-    /* 2 tokens: a row at a time (above); 3 to 16: blocks of K, rows converted in the tiles
-     * (above); one token: each row converted in registers where it is read; more than 16: once
-     * into a */
-    if (n == 2) {
-        f16_rows_2_avx512(w, r0, r1, K, x, y, ldy);
+    /* 2 or 3 tokens: a row at a time (above); 4 to 16: blocks of K, rows converted in the tiles
+     * (above); one token: each row converted in registers where it is read (the tiles below);
+     * more than 16: 4 rows at a time converted into a */
+    if (n == 2 || n == 3) {
+        if (n == 2)
+            f16_rows_few(w, r0, r1, K, x, 2, y, ldy);
+        else
+            f16_rows_few(w, r0, r1, K, x, 3, y, ldy);
         return;
     }
     if (n >= F16_BLK_MIN && n <= F16_BLK_TOKENS) {
         f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
         return;
     }
-    const int in_regs = n <= 6, k32 = K / 32 * 32;
+    const int in_regs = n < F16_BLK_MIN, k32 = K / 32 * 32;
     const int kb = !in_regs && K > F16_CARRY_K ? F16_CARRY_KB : K, chunk = kb < K ? F16_CARRY_TOKENS : n;
     float *carry = a + 4 * (size_t)K;
     const int tiles = (n + 2) / 3 * (k32 > kb ? (k32 + kb - 1) / kb : 1); /* a group's, for the read-ahead */
