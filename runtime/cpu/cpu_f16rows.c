@@ -159,18 +159,19 @@ CPU_TARGET_AVX2 static CPU_ALWAYS_INLINE void f16_tile_avx2(const uint16_t *h0, 
 }
 #undef F16_AVX2_STEP
 
-/* F16_BLK_MIN .. F16_BLK_TOKENS tokens (a multi-row decode step's head): K goes in blocks (f16_blk_k: the
- * tokens' slices of a block, 16 KiB at most, stay in L1) over a group of F16_BLK_ROWS rows, and
- * each (row, token) pair's two sums are carried in the scratch from block to block: the same
- * FMAs on the same lanes in the same order, so the one-token dot's bits. Per block, tiles of 3
- * rows by up to 8 tokens: each row's 16 values converted in a register once for all the tile's
- * tokens, each token's 16 inputs loaded once for the 3 rows, 24 sums in registers (3 + 8 loads
- * feed 24 FMAs). The group four ahead is asked for from memory meanwhile (into L2, two lines a
- * step at most), and the next 3 rows' block into L1. One core of the AMD EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory,
- * against the tiles before (4 rows converted into the scratch per block, by up to 6 tokens,
- * whose tokens' loads the compiler folded into every FMA): 8 tokens 91-112 -> 52-53 ms, 4
- * tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54; 2 and 3 tokens go a row at a time (below;
- * these tiles measured 42-48 ms at 2 tokens). */
+/* F16_BLK_MIN .. F16_BLK_TOKENS tokens (a multi-row decode step's head): K goes in blocks
+ * (f16_blk_k: the tokens' slices of a block, 16 KiB at most, stay in L1) over a group of
+ * F16_BLK_ROWS rows, and each (row, token) pair's two sums are carried in the scratch from block
+ * to block: the same FMAs on the same lanes in the same order, so the one-token dot's bits. Per
+ * block, tiles of 3 rows by up to 8 tokens: each row's 16 values converted in a register once
+ * for all the tile's tokens, each token's 16 inputs loaded once for the 3 rows, 24 sums in
+ * registers (3 + 8 loads feed 24 FMAs). The group four ahead is asked for from memory meanwhile
+ * (into L2, two lines a step at most), and the next 3 rows' block into L1. One core of the AMD
+ * EPYC VM (docs/performance.md), a 128,256 x 2,560 table from memory, alternated against the
+ * tiles before (4 rows converted into the scratch per block, by up to 6 tokens, whose tokens'
+ * loads the compiler folded into every FMA), one group ahead then: 8 tokens 91-112 -> 63-66 ms
+ * (52-53 with two groups ahead, a later run), 4 tokens 55-56 -> 41-42, 6 tokens 63-66 -> 49-54;
+ * 2 and 3 tokens go a row at a time (below; these tiles measured 42-48 ms at 2 tokens). */
 #define F16_BLK_MIN 4
 #define F16_BLK_ROWS 12
 #define F16_BLK_TOKENS 16
