@@ -364,7 +364,8 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_rows_few(const uint16_t *w, 
 }
 
 /* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
- * into a (4 * K floats), by tiles of 3 tokens; each (R, T) case is its own inlined instance.
+ * into a (4 * K floats; one token: converted in registers where read), by tiles of 3 tokens;
+ * each (R, T) case is its own inlined instance.
  * Past F16_CARRY_K values a row, the 4 converted rows and 3 tokens' inputs outgrow L1 (at K =
  * 3,072: 48 + 36 KiB), so the tiles go through K in blocks of F16_CARRY_KB with their sums
  * carried (f16_tile_avx512), F16_CARRY_TOKENS tokens at a time (the carried sums' scratch). One

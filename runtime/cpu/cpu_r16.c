@@ -125,8 +125,9 @@ CPU_TARGET_AVX512 static void block_sums(const int8_t *y, int64_t K, int32_t *qs
  * products go into two sums (the even and the odd vectors: two chains in flight), acc[0] starting
  * from minus the offset times the block sum. Integer sums are exact, so sumi is the same in any
  * order. (The fields had been masked in place as code times 2^(BITS p) into F sums, each shifted
- * back per token and block: 3 shifts and 3 adds a token where 6 shifts a block now serve all;
- * an 8-sequence step of the random Bonsai-1.7B file, 2 threads, 6 alternated runs of 60 steps:
+ * back per token and block of 32: F - 1 shifts and F - 1 adds a token, where now the block's
+ * codes are shifted once for all the tokens (6 shifts for Q2_0, 4 for Q4_0) and one add a token
+ * remains; an 8-sequence step of the random Bonsai-1.7B file, 2 threads, 6 alternated runs of 60 steps:
  * medians 46.1-66.6 -> 44.4-60.6 ms, 5 of 6 faster, docs/performance.md.) */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void group_run(const uint8_t *g, int64_t nb, const int BITS, const int SUB,
                                                           int off, size_t gblk, const int T, const int8_t *const q[4],
