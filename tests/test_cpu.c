@@ -683,13 +683,14 @@ static void test_kq_dot(void **st)
 /* F16 table dots: float sums in lanes vs the reference's double sum. Rule: recursive float
  * summation of n products errs by at most n * 2^-24 * sum |w x| (each add rounds once); the
  * products of F16 and float are exact in float... up to one rounding each, so 2n * 2^-24.
- * Several tokens (1 to 28: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
- * remainder, AVX-512's rows one at a time for 2 and 3 tokens, its blocks of K with the sums
+ * Several tokens (1 to 33: the tiles of 4 rows x 3 tokens (AVX-512) and 2 x 2 (AVX2) and every
+ * remainder, AVX-512's rows one at a time for 1 to 3 tokens (one: 33 tokens at K 2,100 and
+ * 2,560, whose calls take 32 tokens, then the last alone), its blocks of K with the sums
  * carried for 4 to 16 tokens in tiles of 3 rows by 4 to 8 tokens (K 2,560: five blocks of 512 at
  * 4 to 8 tokens, smaller ones from 9 on with a last partial one at 9-11, 13 and 14; 9 to 16
  * tokens: two tiles) and its whole rows past them, which past K 2,048 go through K in
  * blocks of 1,024 with the tiles' sums carried, 24 tokens at a time (K 2,100 and 2,560: a last
- * block of 52 and 512; 17 to 28 tokens: one and two chunks); 17 rows split as threads would,
+ * block of 52 and 512; 17 to 32 tokens: one and two chunks); 17 rows split as threads would,
  * at rows 1, 2, 3 and 5, so a range starts with groups of 1 to 5 rows (tiles of 1 to 3) and a
  * group of 12 with 0, 2, 3 or 4 after it; K with and without a 16-value step after the 32-value
  * ones, and a scalar tail): each
@@ -699,7 +700,7 @@ static void test_kq_dot(void **st)
 static void test_f16_dot(void **st)
 {
     (void)st;
-    const int dims[] = {16, 48, 100, 120, 256, 2100, 2560}, NT = 28, V = 17;
+    const int dims[] = {16, 48, 100, 120, 256, 2100, 2560}, NT = 33, V = 17;
     for (int isa = 0; isa < CPU_ISA_COUNT; isa++)
         if (cpu_isa_runs((cpu_isa)isa)) /* every level this CPU runs */
         for (int di = 0; di < 7; di++) {

@@ -13,10 +13,10 @@
  * same FMAs in the same order, the same reduction and scalar tail), so a multi-row decode step
  * gives each row the logits of a one-row step and an input the same vector alone or packed
  * with others; what changes is that a row's conversion serves many tokens, so the table is read
- * once per step instead of once per token. AVX-512: 2 or 3 tokens a row at a time (f16_rows_few);
- * 4 to 16 tokens (a decode step of a few sequences) in blocks of K, tiles of 3 rows by up to 8
- * tokens converting in registers (f16_rows_blk_avx512); one token: tiles of up to 4 rows
- * converting in registers; more than 16 tokens: up to 4 rows converted to floats once
+ * once per step instead of once per token. AVX-512: 1 to 3 tokens a row at a time, through the
+ * one-token dot's own code (f16_rows_few, f16_row_dots in cpu_fsum.h); 4 to 16 tokens (a decode
+ * step of a few sequences) in blocks of K, tiles of 3 rows by up to 8 tokens converting in
+ * registers (f16_rows_blk_avx512); more than 16 tokens: up to 4 rows converted to floats once
  * (the caller's scratch: f16 -> f32 is exact, so the products are the dot's), then tiles of those
  * rows by 3 tokens, 4 x 3 x 2 sums in registers: per 16 lanes 4 + 3 loads feed 12 FMAs, where
  * converting in the tile spends a two-uop conversion on the FMA ports per row and tile. AVX2:
@@ -25,17 +25,14 @@
 
 #if CPU_X86
 
-/* rows a [R][K] (floats; or, with h, the F16 rows h [R][K] converted in registers: the same
- * values) against tokens x [T][K] over K's values k0 .. k1 into y[t * ldy + r]. K in one block:
+/* rows a [R][K] (an F16 table's rows converted to floats: f16 -> f32 is exact) against tokens
+ * x [T][K] over K's values k0 .. k1 into y[t * ldy + r]. K in one block:
  * k0 = 0, k1 = K. In several (k0 and the ends of all blocks but the last multiples of 32): each
  * block's sums are carried to the next in st (pair (r, t)'s two 16-lane sums at
  * st + (r * 3 + t) * 32), so every lane still adds its products in the one-token dot's order;
  * the last block (k1 = K) adds the 16-value step and the scalar tail and writes y. */
-#define F16_ROW16(r, j) (h ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + (size_t)(r) * K + (j)))) \
-                           : _mm512_loadu_ps(a + (size_t)(r) * K + (j)))
-CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, const uint16_t *h, int R, const float *x,
-                                                            int T, int K, int k0, int k1, float *st, float *y,
-                                                            int64_t ldy)
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, int R, const float *x, int T, int K,
+                                                            int k0, int k1, float *st, float *y, int64_t ldy)
 {
     __m512 s[4][3][2];
 #pragma GCC unroll 4
@@ -47,16 +44,12 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, 
                 s[r][t][hf] = k0 ? _mm512_loadu_ps(st + (r * 3 + t) * 32 + 16 * hf) : _mm512_setzero_ps();
     int i = k0;
     for (; i + 32 <= k1; i += 32) {
-        if (h) /* rows from memory (cpu_stream.h), tiles of 4 */
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++)
-                cpu_stream_ahead_rows(h + (size_t)r * K, (size_t)i * 2, (size_t)K * 2, 4);
 #pragma GCC unroll 2
         for (int hf = 0; hf < 2; hf++) {
             __m512 w[4];
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                w[r] = F16_ROW16(r, i + 16 * hf);
+                w[r] = _mm512_loadu_ps(a + (size_t)r * K + i + 16 * hf);
                 __asm__("" : "+v"(w[r])); /* kept in a register: the tokens' FMAs read x from memory */
             }
 #pragma GCC unroll 3
@@ -82,7 +75,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, 
         __m512 w[4];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            w[r] = F16_ROW16(r, i);
+            w[r] = _mm512_loadu_ps(a + (size_t)r * K + i);
 #pragma GCC unroll 3
         for (int t = 0; t < T; t++) {
             const __m512 xv = _mm512_loadu_ps(x + (size_t)t * K + i);
@@ -103,7 +96,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_tile_avx512(const float *a, 
             const float *xt = x + (size_t)t * K;
             float u = sum[r * T + t];
             for (int j = i; j < K; j++)
-                u += (h ? fmt_f16_to_f32(h[(size_t)r * K + j]) : a[(size_t)r * K + j]) * xt[j];
+                u += a[(size_t)r * K + j] * xt[j];
             y[t * ldy + r] = u;
         }
 }
@@ -314,58 +307,29 @@ CPU_TARGET_AVX512 static void f16_rows_blk_avx512(const uint16_t *w, int64_t r0,
 #undef F16_BLK_CASE
 #undef F16_BLK_T
 
-/* 2 or 3 tokens (a decode step of two or three sequences): one row at a time, as the one-token
- * dot reads the head (one stream from memory, asked for ahead as it does), each row's 16 values
- * converted once for the T tokens, each token's two sums, its 16-value step, reduction and
- * scalar tail as dot_f16_avx512 makes them: the same bits. T is a constant at each call (always
- * inlined), so the sums stay in registers. One core of the AMD EPYC VM (docs/performance.md), a
- * 128,256 x 2,560 table from memory, alternated runs against the tiles before: 2 tokens
- * 33.6-36.7 -> 29.0-31.5 ms (L2 requests), 32.8-34.0 -> 23.7-25.8 (L1 and L2); 3 tokens 36.1-40.7
- * -> 30.0-30.2 (L2). At 4 tokens it measured 32.6-46.3 against the blocks' 38.9-39.5, at 6 and 8
- * twice theirs (every token's whole input read per row, from L2 past 4 tokens of 2,560). */
+/* 1 to 3 tokens (a decode step of two or three sequences; a prompt chunk's last token): one row
+ * at a time, as the one-token dot reads the head (one stream from memory, asked for ahead as it
+ * does), each row's 16 values converted once for the T tokens, each token's sum the one-token
+ * dot's (f16_row_dots, cpu_fsum.h): the same bits. One core of the AMD EPYC VM
+ * (docs/performance.md), a 128,256 x 2,560 table from memory, alternated runs against the tiles
+ * of 4 rows before: 2 tokens 33.6-36.7 -> 29.0-31.5 ms (L2 requests), 32.8-34.0 -> 23.7-25.8
+ * (L1 and L2); 3 tokens 36.1-40.7 -> 30.0-30.2 (L2). At 4 tokens it measured 32.6-46.3 against
+ * the blocks' 38.9-39.5, at 6 and 8 twice theirs (every token's whole input read per row, from
+ * L2 past 4 tokens of 2,560). */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_rows_few(const uint16_t *w, int64_t r0, int64_t r1, int K,
-                                                            const float *x, int T, float *y, int64_t ldy)
+                                                            const float *x, const int T, float *y, int64_t ldy)
 {
     for (int64_t r = r0; r < r1; r++) {
-        const uint16_t *h = w + r * K;
-        __m512 s[3][2];
-#pragma GCC unroll 3
-        for (int t = 0; t < T; t++)
-            s[t][0] = s[t][1] = _mm512_setzero_ps();
-        int i = 0;
-        for (; i + 32 <= K; i += 32) {
-            cpu_stream_ahead(h + i);
-            const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
-            const __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16)));
-#pragma GCC unroll 3
-            for (int t = 0; t < T; t++) {
-                s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + (size_t)t * K + i), s[t][0]);
-                s[t][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + (size_t)t * K + i + 16), s[t][1]);
-            }
-        }
-        for (; i + 16 <= K; i += 16) {
-            const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
-#pragma GCC unroll 3
-            for (int t = 0; t < T; t++)
-                s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + (size_t)t * K + i), s[t][0]);
-        }
         float u[3];
-#pragma GCC unroll 3
-        for (int t = 0; t < T; t++)
-            u[t] = _mm512_reduce_add_ps(_mm512_add_ps(s[t][0], s[t][1]));
-        for (; i < K; i++) {
-            const float f = fmt_f16_to_f32(h[i]);
-            for (int t = 0; t < T; t++)
-                u[t] += f * x[(size_t)t * K + i];
-        }
+        f16_row_dots(w + r * K, K, x, (size_t)K, T, u);
         for (int t = 0; t < T; t++)
             y[t * ldy + r] = u[t];
     }
 }
 
-/* rows r0..r1 of w [.][K] against n tokens: groups of 4 rows (then the rest) converted once
- * into a (4 * K floats; one token: converted in registers where read), by tiles of 3 tokens;
- * each (R, T) case is its own inlined instance.
+/* rows r0..r1 of w [.][K] against n tokens (more than F16_BLK_TOKENS; fewer take the paths
+ * above): groups of 4 rows (then the rest) converted once into a (4 * K floats), by tiles of 3
+ * tokens; each (R, T) case is its own inlined instance.
  * Past F16_CARRY_K values a row, the 4 converted rows and 3 tokens' inputs outgrow L1 (at K =
  * 3,072: 48 + 36 KiB), so the tiles go through K in blocks of F16_CARRY_KB with their sums
  * carried (f16_tile_avx512), F16_CARRY_TOKENS tokens at a time (the carried sums' scratch). One
@@ -377,44 +341,38 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_rows_few(const uint16_t *w, 
 #define F16_CASE_512(R)                                                                                 \
     case R:                                                                                             \
         switch (T) {                                                                                    \
-        case 1: f16_tile_avx512(ar, hr, R, xt, 1, K, k0, k1, sc, yt, ldy); break;                       \
-        case 2: f16_tile_avx512(ar, hr, R, xt, 2, K, k0, k1, sc, yt, ldy); break;                       \
-        default: f16_tile_avx512(ar, hr, R, xt, 3, K, k0, k1, sc, yt, ldy); break;                      \
+        case 1: f16_tile_avx512(a, R, xt, 1, K, k0, k1, sc, yt, ldy); break;                            \
+        case 2: f16_tile_avx512(a, R, xt, 2, K, k0, k1, sc, yt, ldy); break;                            \
+        default: f16_tile_avx512(a, R, xt, 3, K, k0, k1, sc, yt, ldy); break;                           \
         }                                                                                               \
         break;
 
 CPU_TARGET_AVX512 static void f16_rows_avx512(const uint16_t *w, int64_t r0, int64_t r1, int K, const float *x, int n,
                                               float *y, int64_t ldy, float *a)
 {
-    /* 2 or 3 tokens: a row at a time (above); 4 to 16: blocks of K, rows converted in the tiles
-     * (above); one token: each row converted in registers where it is read (the tiles below);
-     * more than 16: 4 rows at a time converted into a */
-    if (n == 2 || n == 3) {
-        if (n == 2)
-            f16_rows_few(w, r0, r1, K, x, 2, y, ldy);
-        else
-            f16_rows_few(w, r0, r1, K, x, 3, y, ldy);
-        return;
+    /* 1 to 3 tokens: a row at a time; 4 to 16: blocks of K, rows converted in the tiles (both
+     * above); more than 16: 4 rows at a time converted into a */
+    switch (n) {
+    case 1: f16_rows_few(w, r0, r1, K, x, 1, y, ldy); return;
+    case 2: f16_rows_few(w, r0, r1, K, x, 2, y, ldy); return;
+    case 3: f16_rows_few(w, r0, r1, K, x, 3, y, ldy); return;
     }
     if (n >= F16_BLK_MIN && n <= F16_BLK_TOKENS) {
         f16_rows_blk_avx512(w, r0, r1, K, x, n, y, ldy, a);
         return;
     }
-    const int in_regs = n < F16_BLK_MIN, k32 = K / 32 * 32;
-    const int kb = !in_regs && K > F16_CARRY_K ? F16_CARRY_KB : K, chunk = kb < K ? F16_CARRY_TOKENS : n;
+    const int k32 = K / 32 * 32;
+    const int kb = K > F16_CARRY_K ? F16_CARRY_KB : K, chunk = kb < K ? F16_CARRY_TOKENS : n;
     float *carry = a + 4 * (size_t)K;
     const int tiles = (n + 2) / 3 * (k32 > kb ? (k32 + kb - 1) / kb : 1); /* a group's, for the read-ahead */
     for (int64_t r = r0; r < r1; r += 4) {
         const int R = r1 - r < 4 ? (int)(r1 - r) : 4;
-        const uint16_t *hr = in_regs ? w + r * K : NULL;
-        const float *ar = a;
         /* converted once: the next group's rows are asked for from memory meanwhile, a few
          * lines a tile (the tiles read theirs themselves) */
         const char *ahead = (const char *)(w + (r + R) * K);
         const char *ahead_end = (const char *)(w + (r1 - r - R < 4 ? r1 : r + R + 4) * K);
-        const int lines = in_regs ? 0 : (int)((ahead_end - ahead + 63) / 64 + tiles - 1) / tiles;
-        if (!in_regs)
-            cpu_f16_to_f32(CPU_ISA_AVX512, w + r * K, a, R * K);
+        const int lines = (int)((ahead_end - ahead + 63) / 64 + tiles - 1) / tiles;
+        cpu_f16_to_f32(CPU_ISA_AVX512, w + r * K, a, R * K);
         for (int c0 = 0; c0 < n; c0 += chunk) {
             const int c1 = n - c0 < chunk ? n : c0 + chunk;
             for (int k0 = 0, k1 = 0; k1 < K; k0 = k1) {

@@ -1,9 +1,11 @@
 /* cpu_fsum.h - what the float kernels share so their sums have the same bits.
  *
  * Owns: the horizontal float sums in _mm512_reduce_add_ps's order (one vector as two 8-lane
- * halves: reduce16; 16 vectors together: hsum16_x16) and the 8-lane F16 load (f16x8), used by
- * the one-token dots (cpu_vec.c) and the several-token products of an F16 table (cpu_f16rows.c),
- * which must agree bit for bit: a multi-row step gives each row the logits of a one-row step.
+ * halves: reduce16; 16 vectors together: hsum16_x16), the 8-lane F16 load (f16x8) and the
+ * AVX-512 F16 row dot itself for one to three tokens (f16_row_dots: the one-token dot is its
+ * first case), used by the one-token dots (cpu_vec.c) and the several-token products of an F16
+ * table (cpu_f16rows.c), which must agree bit for bit: a multi-row step gives each row the
+ * logits of a one-row step.
  */
 #ifndef CPU_FSUM_H
 #define CPU_FSUM_H
@@ -11,6 +13,8 @@
 #include <stdint.h>
 
 #include "cpu/cpu_isa.h"
+#include "cpu/cpu_stream.h"
+#include "format/fmt_codec.h"
 
 #if CPU_X86
 #include <immintrin.h>
@@ -59,6 +63,46 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void hsum16_x16(const __m512 v[16], f
 #pragma GCC unroll 16
     for (int o = 0; o < 16; o++)
         out[o] = lanes[4 * (o % 4) + o / 4];
+}
+
+/* One F16 row h [K] against T tokens (1 to 3, a constant at each call: always inlined) at x + t *
+ * xs, into u[t]: per token two 16-lane sums over 32-value steps (s0 the first 16 values, s1 the
+ * second), a last 16-value step into s0, s0 + s1 in _mm512_reduce_add_ps's order, then the
+ * scalar tail. This is the one-token dot (T = 1, dot_f16_avx512); more tokens share each
+ * conversion and leave every token's sum as it would be alone. The row is read ahead as one
+ * stream (cpu_stream.h): an LM head's rows come one after another. */
+CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void f16_row_dots(const uint16_t *h, int K, const float *x, size_t xs,
+                                                            const int T, float u[3])
+{
+    __m512 s[3][2];
+#pragma GCC unroll 3
+    for (int t = 0; t < T; t++)
+        s[t][0] = s[t][1] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= K; i += 32) {
+        cpu_stream_ahead(h + i);
+        const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+        const __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16)));
+#pragma GCC unroll 3
+        for (int t = 0; t < T; t++) {
+            s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + t * xs + i), s[t][0]);
+            s[t][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + t * xs + i + 16), s[t][1]);
+        }
+    }
+    for (; i + 16 <= K; i += 16) {
+        const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i)));
+#pragma GCC unroll 3
+        for (int t = 0; t < T; t++)
+            s[t][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(x + t * xs + i), s[t][0]);
+    }
+#pragma GCC unroll 3
+    for (int t = 0; t < T; t++)
+        u[t] = _mm512_reduce_add_ps(_mm512_add_ps(s[t][0], s[t][1]));
+    for (; i < K; i++) {
+        const float f = fmt_f16_to_f32(h[i]);
+        for (int t = 0; t < T; t++)
+            u[t] += f * x[t * xs + i];
+    }
 }
 #endif
 

@@ -126,20 +126,9 @@ CPU_TARGET_AVX512 static float dot_f32_avx512(const float *a, const float *b, in
 
 CPU_TARGET_AVX512 static float dot_f16_avx512(const uint16_t *h, const float *x, int n)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        cpu_stream_ahead(h + i); /* an LM head's rows, one after another (cpu_stream.h) */
-        s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))), _mm512_loadu_ps(x + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i + 16))),
-                             _mm512_loadu_ps(x + i + 16), s1);
-    }
-    for (; i + 16 <= n; i += 16)
-        s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))), _mm512_loadu_ps(x + i), s0);
-    float r = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
-    for (; i < n; i++)
-        r += fmt_f16_to_f32(h[i]) * x[i];
-    return r;
+    float u[3];
+    f16_row_dots(h, n, x, 0, 1, u); /* cpu_fsum.h: the F16 row dot's one definition */
+    return u[0];
 }
 #endif
 
