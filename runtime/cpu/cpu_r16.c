@@ -120,30 +120,35 @@ CPU_TARGET_AVX512 static void block_sums(const int8_t *y, int64_t K, int32_t *qs
 /* One group of 16 rows (g: its first block) times T tokens (codes q[t], their scales ds[t] and
  * block sums qs[t]) over nb weight blocks of SUB activation blocks, codes of BITS bits: lane r of
  * out[t] is row r's product, each lane running row_dot's float chain (SUB 1: sumf += sumi * (d_w
- * d_x); else s += d_x sumi per activation block from 0, then sumf += d_w s). A byte's field p is
- * shifted down and masked to the code itself, once a block for all the tokens; each token's 8
- * products go into two sums (the even and the odd vectors: two chains in flight), acc[0] starting
- * from minus the offset times the block sum. Integer sums are exact, so sumi is the same in any
- * order. (The fields had been masked in place as code times 2^(BITS p) into F sums, each shifted
- * back per token and block of 32: F - 1 shifts and F - 1 adds a token, where now the block's
- * codes are shifted once for all the tokens (6 shifts for Q2_0, 4 for Q4_0) and one add a token
- * remains; an 8-sequence step of the random Bonsai-1.7B file, 2 threads, 6 alternated runs of 60 steps:
- * medians 46.1-66.6 -> 44.4-60.6 ms, 5 of 6 faster, docs/performance.md.) */
+ * d_x); else s += d_x sumi per activation block from 0, then sumf += d_w s). The codes of a block
+ * of 32 are unpacked once for all the tokens: an even vector is masked down to the code, an odd
+ * one masked in place, as code times 2^S (Q4_0: a byte's high nibble, S = 4; Q2_0: a nibble's
+ * high field, S = 2, after one shift splits each byte into its nibbles). Each token's 8 products
+ * go into two sums, the even vectors' (from minus the offset times the block sum) and the odd
+ * ones' (every product a multiple of 2^S), shifted down once: integer sums are exact, so sumi is
+ * the same as with every field shifted down to its code.
+ * Before, each of Q2_0's fields 1-3 was shifted down (6 shifts a block of 32, where now 2 and a
+ * shift a token), and Q4_0's high nibbles (4, now a shift a token). One core of the AMD EPYC VM
+ * (docs/performance.md), 256 x 2,048 from the cache, one token: Q2_0 (blocks of 128) 37.7 -> 43-44
+ * GB/s, of 64 39 -> 46, Q4_0 68 -> 72-75; 4 tokens even; the random Bonsai-1.7B decode step at 1
+ * thread 16.2 -> 14.4 ms (medians of 5 alternated runs), at 2 threads even (11.2 / 11.3).
+ * (Earlier, the fields masked in place into F sums, each shifted back per token: F - 1 shifts and
+ * F - 1 adds a token; an 8-sequence step of the random Bonsai-1.7B file, 2 threads, 6 alternated
+ * runs of 60 steps: medians 46.1-66.6 -> 44.4-60.6 ms, 5 of 6 faster, docs/performance.md.) */
 CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void group_run(const uint8_t *g, int64_t nb, const int BITS, const int SUB,
                                                           int off, size_t gblk, const int T, const int8_t *const q[4],
                                                           const float *const ds[4], const int32_t *const qs[4],
                                                           __m512 out[4])
 {
-    const int F = 8 / BITS; /* fields a byte */
-    const __m512i low = _mm512_set1_epi8((char)((1 << BITS) - 1));
+    const int S = BITS == 8 ? 0 : BITS; /* the odd vectors' codes sit S bits up */
+    const __m512i low = _mm512_set1_epi8((char)((1 << BITS) - 1)), high = _mm512_slli_epi16(low, (unsigned)S);
+    const int ahead = T == 1 ? cpu_stream_mode_now() : CPU_AHEAD_NONE; /* one token: the copy streams from memory */
     __m512 sumf[4];
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++)
         sumf[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, g += gblk) {
-        if (T == 1) /* one token: the copy streams from memory (cpu_stream.h) */
-            for (size_t o = 0; o < gblk; o += 64)
-                cpu_stream_ahead(g + o);
+        cpu_stream_ahead_span(g, gblk, ahead);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)g));
         __m512 s[4];
 #pragma GCC unroll 4
@@ -152,11 +157,14 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void group_run(const uint8_t *g, int6
         for (int k = 0; k < SUB; k++) {
             const int64_t j = b * SUB + k;
             const uint8_t *cz = g + 32 + (size_t)k * 64 * BITS;
-            __m512i c[8]; /* c[i]: elements 4 i + m of every row */
+            __m512i c[8]; /* c[i]: elements 4 i + m of every row; odd i times 2^S */
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) {
-                const __m512i z = _mm512_loadu_si512(cz + 64 * (i / F));
-                c[i] = F == 1 ? z : _mm512_and_si512(i % F ? _mm512_srli_epi16(z, (unsigned)(BITS * (i % F))) : z, low);
+            for (int i = 0; i < 8; i += 2) {
+                __m512i z = _mm512_loadu_si512(cz + 64 * (BITS * i / 8));
+                if (BITS == 2 && i % 4) /* the byte's high nibble: fields 2 and 3 */
+                    z = _mm512_srli_epi16(z, 4);
+                c[i] = BITS == 8 ? z : _mm512_and_si512(z, low);
+                c[i + 1] = BITS == 8 ? _mm512_loadu_si512(cz + 64 * (i + 1)) : _mm512_and_si512(z, high);
             }
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
@@ -168,7 +176,7 @@ CPU_TARGET_AVX512 static CPU_ALWAYS_INLINE void group_run(const uint8_t *g, int6
                     memcpy(&y4, y + 4 * i, 4);
                     acc[i % 2] = _mm512_dpbusd_epi32(acc[i % 2], c[i], _mm512_set1_epi32(y4));
                 }
-                const __m512i sumi = _mm512_add_epi32(acc[0], acc[1]);
+                const __m512i sumi = _mm512_add_epi32(acc[0], _mm512_srai_epi32(acc[1], (unsigned)S));
                 const __m512 dx = _mm512_set1_ps(ds[t][j]), fi = _mm512_cvtepi32_ps(sumi);
                 if (SUB == 1)
                     sumf[t] = _mm512_add_ps(sumf[t], _mm512_mul_ps(fi, _mm512_mul_ps(dw, dx)));

@@ -7,10 +7,10 @@
  * products across a register before it can scale them by the activation block's scale: those
  * horizontal sums cost more than the products (Q2_0's one-token tile ran at about 8 GB/s a
  * thread, compute-bound). Interleaved, lane r of every register is row r: a 32-value block of
- * 16 rows is 8 vectors of codes (Q8_0: 8 loads; Q4_0: 4 loads, 2 masks each; Q2_0: 2 loads, 4
- * masks each: a byte's fields in place, code times 1, 16 / 1, 4, 16, 64) and 8 vpdpbusd against
- * the activations' 4-byte groups broadcast, the fields' sums shifted back exactly; no
- * horizontal sum at all.
+ * 16 rows is 8 vectors of codes (Q8_0: 8 loads; Q4_0: 4 loads, 2 masks each, the high nibble's
+ * code times 16; Q2_0: 2 loads, a shift and 4 masks each, codes times 1 and 4) and 8 vpdpbusd
+ * against the activations' 4-byte groups broadcast, the scaled fields' sums shifted back exactly;
+ * no horizontal sum at all.
  *
  * Layout, per group of 16 rows (the last one padded with copies of the matrix's last row), per
  * weight block b: the 16 rows' f16 scales (32 bytes), then per 32-value activation block k of the
